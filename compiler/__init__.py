@@ -1,0 +1,1 @@
+"""From ONNX to accelerator binaries: the front end, the ISA, lowering and the simulator."""
