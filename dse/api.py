@@ -1,0 +1,70 @@
+"""The public Python API: every ``dse`` command is a thin layer over one of these functions.
+
+Heavy packages (torch, onnx, onnxruntime) are imported inside the functions, so importing this
+module is cheap. Results convert to pandas DataFrames (``.to_dataframe()``) for notebooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from compiler.frontend.workload import Workload
+    from costmodel.arch import Architecture
+    from costmodel.evaluate import Evaluation
+    from costmodel.mapping import Mapping
+    from costmodel.problem import Problem
+
+
+def load_workload(model: str | Path, allow_unsupported: bool = False) -> Workload:
+    """A model as a workload graph: an ONNX file path, or the name of a zoo model."""
+    from costmodel.errors import UserError
+
+    path = Path(model)
+    if path.suffix == ".onnx" or path.exists():
+        from compiler.frontend import import_onnx
+
+        return import_onnx(path, allow_unsupported=allow_unsupported)
+    from dse import workloads
+
+    if str(model) in workloads.names():
+        return workloads.load(str(model))
+    raise UserError(f"{model}: no such ONNX file, and not a zoo model (see `dse zoo list`)")
+
+
+def load_hw(hw: str | Path) -> Architecture:
+    """A hardware config: a YAML path, or the name of a shipped config under hwconfigs/."""
+    from costmodel.arch import load_architecture
+
+    return load_architecture(hw)
+
+
+def load_layer(path: str | Path) -> Problem:
+    """One layer (a Problem) from a YAML/JSON file."""
+    from costmodel.problem_io import load_problem
+
+    return load_problem(path)
+
+
+def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapping:
+    """A mapping file, validated against the layer and the config."""
+    from costmodel.mapping import load_mapping as _load
+
+    return _load(path, problem, arch)
+
+
+def evaluate(problem: Problem, arch: Architecture, mapping: Mapping) -> Evaluation:
+    """Energy, latency, area and access counts of one mapping of one layer."""
+    from costmodel.evaluate import evaluate as _evaluate
+
+    return _evaluate(problem, arch, mapping)
+
+
+def simulate(binary: str | Path, inputs: dict[str, np.ndarray], timing: bool = True) -> Any:
+    """Run an ``.axb`` binary on the functional (and timing) simulator."""
+    from compiler.sim import simulate as _simulate
+
+    return _simulate(binary, inputs, timing=timing)
