@@ -1,0 +1,188 @@
+"""Evaluation of mappings: access counts -> latency -> energy, power, EDP, utilization, area.
+
+``evaluate_batch`` is the hot path for the mappers (numpy over B mappings of one layer);
+``evaluate`` is a batch of one with a plain-data view (``to_dict``, the keys of DESIGN.md section 4)
+for the CLI and notebooks.
+
+Units: energy pJ, latency cycles and seconds, power mW, area mm2, ``edp`` = energy_pj * latency_s
+(pJ*s). ``utilization`` = MACs / (PEs * latency cycles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from costmodel.energy import ACTIONS, Energy, energy
+from costmodel.latency import Latency, SystolicMode, latency
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from costmodel.analysis import Accesses
+    from costmodel.arch import Architecture
+    from costmodel.mapping import Mapping, MappingBatch
+    from costmodel.problem import Problem
+
+RESERVED = ("mac", "network", "leakage")
+"""Keys of ``energy_breakdown_pj`` next to the level names."""
+
+
+@dataclass
+class BatchEvaluation:
+    """Metrics of B mappings of one layer on one config (arrays over B)."""
+
+    level_names: tuple[str, ...]
+    tensor_names: tuple[str, ...]
+    accesses: Accesses
+    lat: Latency
+    en: Energy
+    macs: np.ndarray
+    latency_cycles: np.ndarray
+    latency_s: np.ndarray
+    energy_pj: np.ndarray
+    power_mw: np.ndarray
+    edp: np.ndarray
+    utilization: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.energy_pj.shape[0])
+
+    @property
+    def level_energy_pj(self) -> np.ndarray:
+        """[B, L]: access + network + leakage energy per level."""
+        return self.en.per_level()
+
+    @property
+    def tensor_energy_pj(self) -> np.ndarray:
+        """[B, L, T]: access energy per level and tensor (read + fill + update)."""
+        return self.en.access.sum(axis=3)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per mapping: the scalar metrics, plus energy per level (``energy_<level>_pj``)."""
+        import pandas as pd
+
+        cols: dict[str, Any] = {
+            "energy_pj": self.energy_pj, "latency_cycles": self.latency_cycles, "latency_s": self.latency_s,
+            "power_mw": self.power_mw, "edp": self.edp, "utilization": self.utilization, "macs": self.macs,
+            "compute_cycles": self.lat.compute, "mac_energy_pj": self.en.mac,
+        }
+        for li, name in enumerate(self.level_names):
+            cols[f"energy_{name}_pj"] = self.level_energy_pj[:, li]
+        return pd.DataFrame(cols)
+
+    def row(self, i: int, area: dict[str, float]) -> Evaluation:
+        """Mapping ``i`` as an :class:`Evaluation`."""
+        return Evaluation(self, i, area)
+
+
+@dataclass
+class Evaluation:
+    """One mapping's metrics: a view on row ``index`` of a BatchEvaluation plus the config's area."""
+
+    batch: BatchEvaluation
+    index: int
+    area: dict[str, float]
+
+    def __getattr__(self, name: str) -> Any:  # scalar metrics: energy_pj, latency_cycles, ...
+        if name in ("batch", "index", "area"):
+            raise AttributeError(name)
+        value = getattr(self.batch, name)
+        if isinstance(value, np.ndarray) and value.ndim == 1:
+            return value[self.index].item()
+        raise AttributeError(name)
+
+    @property
+    def area_mm2(self) -> float:
+        return float(self.area["total"])
+
+    def accesses_dict(self) -> dict[str, dict[str, dict[str, int]]]:
+        """{level: {tensor: {reads, writes, fills, updates}}} (totals over the level's instances)."""
+        a, i = self.batch.accesses, self.index
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for li, lv in enumerate(self.batch.level_names):
+            out[lv] = {}
+            for ti, t in enumerate(self.batch.tensor_names):
+                fills, updates = int(a.fills[i, li, ti]), int(a.updates[i, li, ti])
+                out[lv][t] = {"reads": int(a.reads[i, li, ti]), "writes": fills + updates,
+                              "fills": fills, "updates": updates}
+        return out
+
+    def energy_breakdown(self) -> dict[str, Any]:
+        """{level: {tensor: {read, fill, update}}, mac, network: {level}, leakage: {level}} in pJ;
+        its leaves add up to ``energy_pj``."""
+        en, i = self.batch.en, self.index
+        out: dict[str, Any] = {}
+        for li, lv in enumerate(self.batch.level_names):
+            out[lv] = {t: {act: float(en.access[i, li, ti, k]) for k, act in enumerate(ACTIONS)}
+                       for ti, t in enumerate(self.batch.tensor_names)}
+        out["mac"] = float(en.mac[i])
+        out["network"] = {lv: float(en.network[i, li].sum()) for li, lv in enumerate(self.batch.level_names)}
+        out["leakage"] = {lv: float(en.leakage[i, li]) for li, lv in enumerate(self.batch.level_names)}
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data with the keys of DESIGN.md section 4 (JSON-ready)."""
+        return {
+            "energy_pj": self.energy_pj,
+            "latency_cycles": int(self.latency_cycles),
+            "latency_s": self.latency_s,
+            "area_mm2": self.area_mm2,
+            "power_mw": self.power_mw,
+            "macs": int(self.macs),
+            "utilization": self.utilization,
+            "edp": self.edp,
+            "accesses": self.accesses_dict(),
+            "energy_breakdown_pj": self.energy_breakdown(),
+            "area_breakdown_mm2": {k: float(v) for k, v in self.area.items() if k != "total"},
+            "compute_cycles": int(self.batch.lat.compute[self.index]),
+        }
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per (level, tensor): accesses and energy by action."""
+        import pandas as pd
+
+        acc, en = self.accesses_dict(), self.energy_breakdown()
+        rows = [{"level": lv, "tensor": t, **acc[lv][t], **{f"{k}_pj": v for k, v in en[lv][t].items()}}
+                for lv in self.batch.level_names for t in self.batch.tensor_names]
+        return pd.DataFrame(rows)
+
+
+def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *, overlap: bool = True,
+                   systolic_mode: SystolicMode | None = None) -> BatchEvaluation:
+    """Evaluate B mappings of one layer at once (the mappings are assumed valid)."""
+    from costmodel.analysis import access_counts
+
+    level_names = tuple(lv.name for lv in arch.levels)
+    clash = sorted(set(level_names) & set(RESERVED))
+    if clash:
+        raise ValueError(f"architecture {arch.name}: level names {clash} clash with breakdown keys {RESERVED}")
+    acc = access_counts(problem, arch, batch)
+    lat = latency(problem, arch, batch, acc, overlap=overlap, systolic_mode=systolic_mode)
+    cycles = lat.total
+    seconds = cycles / float(arch.clock_hz)
+    en = energy(arch, acc, seconds)
+    macs = np.asarray(acc.macs, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = np.where(seconds > 0, en.total * 1e-9 / seconds, 0.0)  # pJ/s * 1e-9 = mW
+    return BatchEvaluation(
+        level_names=level_names,
+        tensor_names=tuple(t.name for t in problem.tensors),
+        accesses=acc, lat=lat, en=en, macs=macs,
+        latency_cycles=cycles, latency_s=seconds, energy_pj=en.total, power_mw=power,
+        edp=en.total * seconds,
+        utilization=macs / (float(arch.num_pes) * np.maximum(cycles, 1)),
+    )
+
+
+def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap: bool = True,
+             systolic_mode: SystolicMode | None = None) -> Evaluation:
+    """Evaluate one (validated) mapping: a batch of one, with the config's area breakdown."""
+    from costmodel.area import area_breakdown
+    from costmodel.mapping import MappingBatch
+
+    batch = MappingBatch.from_mappings([mapping], problem, arch)
+    ev = evaluate_batch(problem, arch, batch, overlap=overlap, systolic_mode=systolic_mode)
+    return ev.row(0, dict(area_breakdown(arch)))

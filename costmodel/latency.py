@@ -1,0 +1,188 @@
+"""Latency of a batch of mappings: compute cycles against each level's bandwidth, and systolic timing.
+
+Semantics (DESIGN.md section 2), for B mappings at once:
+
+* **Compute cycles** of a plain PE array are the product of all temporal factors (one MAC per PE
+  per cycle; spatial factors run in parallel).
+* **Traffic cycles** of a level are ``ceil(words / (bandwidth * busy instances))``, separately for
+  reads (words out of the level) and writes (fills + updates). Busy instances are the copies of the
+  level the mapping actually uses (the product of the spatial factors above it); traffic is spread
+  evenly over them. ``None`` bandwidth is unlimited.
+* **Overlap** (default): a double-buffered level moves its next tile while the current one is in
+  use, so ``cycles = max(compute, traffic of every double-buffered level)``; a level without double
+  buffering stalls compute for its transfers, which are added: ``+ max(read, write) cycles``.
+  The outermost level (DRAM) is the backing store and holds no tiles of its own to swap, so its
+  traffic always overlaps (a transfer into a single-buffered child is charged at the child).
+  **No overlap** (``overlap=False``): every level is treated as not double-buffered (the sum).
+* **Systolic** configs (``arch.systolic``) replace compute cycles by the fold model of SCALE-Sim
+  (``reference/scalesim-notes.md``): the stationary tensor (WS: W, OS: O, IS: I) is loaded per fold,
+  the other operands stream for ``T`` cycles, and each fold costs ``T + 2R + C - 2`` (WS, IS) or
+  ``T + R + C - 2`` (OS) on an ``R x C`` array. ``T`` is the innermost run of temporal loops over
+  dimensions that do not index the stationary tensor (a fold ends when a loop that changes the
+  stationary tile turns); folds ``F = temporal steps / T``. Mode ``"scalesim"`` charges every fold
+  in full (SCALE-Sim's own model: no preload across folds); mode ``"overlapped"`` charges the
+  fill/drain once per layer, with the next fold's stationary tile shifted in (R cycles) during the
+  current fold's stream: ``temporal steps + (2R + C - 2) + (F - 1) * max(0, R - T)``.
+  For a mapping that unrolls the array dims exactly as SCALE-Sim does, scalesim mode equals its
+  closed form (:func:`scalesim_cycles`); SCALE-Sim itself reports that value minus one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from costmodel.problem import Problem
+
+if TYPE_CHECKING:
+    from costmodel.analysis import Accesses
+    from costmodel.arch import Architecture
+    from costmodel.mapping import MappingBatch
+
+SystolicMode = Literal["scalesim", "overlapped"]
+STATIONARY = {"WS": "W", "OS": "O", "IS": "I"}
+"""The tensor each dataflow keeps in the PEs."""
+
+
+# ---- SCALE-Sim's fold model on the layer's GEMM view ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class GemmView:
+    """A layer as ``batch`` independent GEMMs ``O[M,N] = I[M,K] W[K,N]`` (SCALE-Sim's im2col view).
+
+    Dimensions are classified by the tensors they index: I and O only -> M (conv: N, P, Q),
+    I and W only -> K (conv: C, R, S), W and O only -> N (conv: output channels K), all three ->
+    independent batch (conv: groups G; matmul: B).
+    """
+
+    m: int
+    k: int
+    n: int
+    batch: int = 1
+
+
+def gemm_view(problem: Problem) -> GemmView:
+    """Classify the problem's dimensions into SCALE-Sim's M, K, N (and independent batches)."""
+    uses = {t.name: t.dims() for t in problem.tensors}
+    size = {"m": 1, "k": 1, "n": 1, "batch": 1}
+    for d, n in problem.dims:
+        in_i, in_w, in_o = d in uses["I"], d in uses["W"], d in uses["O"]
+        role = ("batch" if in_i and in_w and in_o else "k" if not in_o else "n" if not in_i else "m")
+        size[role] *= n
+    return GemmView(**size)
+
+
+def fold_overhead(dataflow: str, rows: int | np.ndarray, cols: int | np.ndarray) -> int | np.ndarray:
+    """Fill + drain + skew cycles of one fold: ``2R + C - 2`` (WS, IS) or ``R + C - 2`` (OS)."""
+    if dataflow == "OS":
+        return rows + cols - 2
+    if dataflow in ("WS", "IS"):
+        return 2 * rows + cols - 2
+    raise ValueError(f"unknown systolic dataflow {dataflow!r}")
+
+
+def scalesim_cycles(gemm: GemmView, rows: int, cols: int, dataflow: str) -> int:
+    """SCALE-Sim's stall-free compute cycles (+1) for a GEMM view on an ``rows x cols`` array.
+
+    WS: ``ceil(K/R) ceil(N/C) (2R+C+M-2)``; IS: ``ceil(K/R) ceil(M/C) (2R+C+N-2)``;
+    OS: ``ceil(M/R) ceil(N/C) (R+C+K-2)``; times the independent batches.
+    """
+    spread = {"WS": (gemm.k, gemm.n, gemm.m), "IS": (gemm.k, gemm.m, gemm.n), "OS": (gemm.m, gemm.n, gemm.k)}
+    if dataflow not in spread:
+        raise ValueError(f"unknown systolic dataflow {dataflow!r}")
+    sr, sc, t = spread[dataflow]
+    folds = -(-sr // rows) * -(-sc // cols)
+    return gemm.batch * folds * (t + int(fold_overhead(dataflow, rows, cols)))
+
+
+def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.ndarray:
+    """``T`` [B]: product of the innermost run of temporal loops over dims not indexing the
+    stationary tensor (loops of factor 1 are transparent)."""
+    stationary = problem.tensor(STATIONARY[dataflow]).dims()
+    streams = np.array([d not in stationary for d in problem.dim_names])
+    b, n_lv, n_d = batch.temporal.shape
+    # global position of every loop, outermost 0: levels outer to inner, then the level's order
+    pos = np.arange(n_lv)[None, :, None] * n_d + batch.order
+    inner_first = np.argsort(-pos.reshape(b, -1), axis=1, kind="stable")
+    fac = np.take_along_axis(batch.temporal.reshape(b, -1), inner_first, axis=1)
+    is_stream = np.broadcast_to(streams, (b, n_lv, n_d)).reshape(b, -1)
+    is_stream = np.take_along_axis(is_stream, inner_first, axis=1)
+    blocked = np.cumsum((fac > 1) & ~is_stream, axis=1) > 0
+    return np.where(blocked, 1, fac).prod(axis=1)
+
+
+def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, temporal_steps: np.ndarray,
+                    mode: SystolicMode) -> np.ndarray:
+    """Compute cycles [B] of a systolic config under the fold model (see the module docstring)."""
+    sys_ = arch.systolic
+    assert sys_ is not None
+    t = stream_length(problem, batch, sys_.dataflow)
+    folds = temporal_steps // t
+    over = int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols))
+    if mode == "scalesim":
+        return folds * (t + over)
+    if mode == "overlapped":
+        return temporal_steps + over + (folds - 1) * np.maximum(0, sys_.rows - t)
+    raise ValueError(f"unknown systolic mode {mode!r}")
+
+
+# ---- bandwidth and the total ----------------------------------------------------------------------
+
+
+def busy_instances(batch: MappingBatch) -> np.ndarray:
+    """[B, L]: copies of each level in use: product of the spatial factors of the levels above it."""
+    per_level = (batch.spatial_x * batch.spatial_y).prod(axis=2)  # [B, L]: fan-out used below level
+    above = np.cumprod(per_level, axis=1)
+    return np.concatenate([np.ones_like(above[:, :1]), above[:, :-1]], axis=1)
+
+
+def _bw(values: list[float | None]) -> np.ndarray:
+    return np.array([np.inf if v is None else float(v) for v in values])
+
+
+def traffic_cycles(arch: Architecture, acc: Accesses, batch: MappingBatch) -> np.ndarray:
+    """[B, L, 2]: cycles each level needs for its reads (``[..., 0]``) and writes (``[..., 1]``)."""
+    busy = busy_instances(batch).astype(np.float64)
+    reads = acc.reads.sum(axis=2) / busy
+    writes = (acc.fills + acc.updates).sum(axis=2) / busy
+    rd = np.ceil(reads / _bw([lv.read_bw for lv in arch.levels]))
+    wr = np.ceil(writes / _bw([lv.write_bw for lv in arch.levels]))
+    return np.stack([rd, wr], axis=2).astype(np.int64)
+
+
+@dataclass
+class Latency:
+    """Cycles of a batch: ``compute`` [B], ``traffic`` [B, L, 2] (read, write), ``total`` [B]."""
+
+    compute: np.ndarray
+    traffic: np.ndarray
+    total: np.ndarray
+
+    def bound_by(self) -> np.ndarray:
+        """[B]: index of the level whose traffic sets the latency, or -1 where compute does."""
+        worst = self.traffic.max(axis=2)
+        lvl = worst.argmax(axis=1)
+        return np.where(worst.max(axis=1) > self.compute, lvl, -1)
+
+
+def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Accesses, *, overlap: bool = True,
+            systolic_mode: SystolicMode | None = None) -> Latency:
+    """Cycles of every mapping of the batch (see the module docstring for the model)."""
+    steps = np.asarray(acc.temporal_steps, dtype=np.int64)
+    if arch.systolic is not None:
+        mode = systolic_mode or ("overlapped" if overlap else "scalesim")
+        compute = systolic_cycles(problem, arch, batch, steps, mode)
+    else:
+        compute = steps
+    traffic = traffic_cycles(arch, acc, batch)
+    per_level = traffic.max(axis=2)  # read and write ports work in parallel
+    if overlap:
+        db = np.array([i == 0 or lv.double_buffered for i, lv in enumerate(arch.levels)])
+        hidden = np.where(db, per_level, 0).max(axis=1, initial=0)
+        total = np.maximum(compute, hidden) + np.where(db, 0, per_level).sum(axis=1)
+    else:
+        total = compute + per_level.sum(axis=1)
+    return Latency(compute=compute, traffic=traffic, total=total)

@@ -1,0 +1,95 @@
+"""Random valid mappings, generated in bulk (for benchmarks and property tests; seeded).
+
+Each prime factor of each dimension goes to one loop slot (a level's temporal loop, or its spatial
+X or Y loop when that fan-out exceeds 1), so the factors of every dimension multiply to its size by
+construction. Loop orders are random permutations; a tensor a level may hold is bypassed with
+probability ``bypass_p`` (DRAM keeps everything). Candidates whose spatial factors exceed a
+fan-out, or whose kept tiles overflow a level (half of it when double-buffered, as
+:meth:`costmodel.mapping.Mapping.validate` counts), are rejected and more are drawn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from costmodel.mapping import MappingBatch
+from costmodel.problem import Problem
+from costmodel.tiles import tile_words
+
+if TYPE_CHECKING:
+    from costmodel.arch import Architecture
+
+
+def prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out + ([n] if n > 1 else [])
+
+
+def _candidates(problem: Problem, arch: Architecture, n: int, rng: np.random.Generator,
+                bypass_p: float) -> MappingBatch:
+    levels = arch.levels
+    n_lv, n_d = len(levels), len(problem.dims)
+    # slot s: level s // 3, kind s % 3 (temporal, X, Y); outer temporal loops weigh more, so that
+    # inner tiles stay small and fewer candidates overflow
+    weight = np.zeros(3 * n_lv)
+    for li, lv in enumerate(levels):
+        weight[3 * li] = 3.0 if li == 0 else 1.0
+        weight[3 * li + 1] = 1.5 if lv.fanout_x > 1 else 0.0
+        weight[3 * li + 2] = 1.5 if lv.fanout_y > 1 else 0.0
+    weight /= weight.sum()
+    slots = np.ones((n, 3 * n_lv, n_d), np.int64)
+    rows = np.arange(n)
+    for di, (_, size) in enumerate(problem.dims):
+        for p in prime_factors(size):
+            s = rng.choice(3 * n_lv, size=n, p=weight)
+            slots[rows, s, di] *= p
+    order = np.argsort(np.argsort(rng.random((n, n_lv, n_d)), axis=2), axis=2)
+    holds = np.array([[t.name in lv.holds for t in problem.tensors] for lv in levels])
+    keep = holds[None] & (rng.random((n, n_lv, len(problem.tensors))) >= bypass_p)
+    keep[:, 0, :] = True
+    return MappingBatch(slots[:, 0::3], slots[:, 1::3], slots[:, 2::3], order, keep)
+
+
+def _valid(problem: Problem, arch: Architecture, cand: MappingBatch) -> np.ndarray:
+    ok = np.ones(len(cand), bool)
+    for li, lv in enumerate(arch.levels):
+        ok &= cand.spatial_x[:, li].prod(axis=1) <= lv.fanout_x
+        ok &= cand.spatial_y[:, li].prod(axis=1) <= lv.fanout_y
+    words = np.where(cand.keep, tile_words(problem, cand), 0).sum(axis=2)  # [B, L]
+    for li, lv in enumerate(arch.levels):
+        if lv.capacity_words is not None:
+            usable = lv.capacity_words // 2 if lv.double_buffered else lv.capacity_words
+            ok &= words[:, li] <= usable
+    return ok
+
+
+def _take(batch: MappingBatch, idx: np.ndarray) -> MappingBatch:
+    return MappingBatch(batch.temporal[idx], batch.spatial_x[idx], batch.spatial_y[idx], batch.order[idx],
+                        batch.keep[idx])
+
+
+def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0, bypass_p: float = 0.2,
+                    max_rounds: int = 200) -> MappingBatch:
+    """``n`` random valid mappings (a MappingBatch); raises RuntimeError if too few are valid."""
+    rng = np.random.default_rng(seed)
+    parts: list[MappingBatch] = []
+    have = 0
+    for _ in range(max_rounds):
+        cand = _candidates(problem, arch, max(2 * (n - have), 256), rng, bypass_p)
+        idx = np.nonzero(_valid(problem, arch, cand))[0][: n - have]
+        if idx.size:
+            parts.append(_take(cand, idx))
+            have += idx.size
+        if have >= n:
+            break
+    else:
+        raise RuntimeError(f"only {have} of {n} random mappings of {problem.describe()} on {arch.name} were valid")
+    return MappingBatch(*(np.concatenate([getattr(p, f) for p in parts])
+                          for f in ("temporal", "spatial_x", "spatial_y", "order", "keep")))
