@@ -1,0 +1,56 @@
+"""On-disk cache of exported zoo models, so ``load(name)`` exports (seconds) only once.
+
+Key: model name + exporter + a hash of the source files that define the model (its module, the
+shared blocks and the catalogue), so editing a model invalidates its entry. A cache hit imports
+neither torch nor the model. Writes go to a temp file in the cache folder, then ``os.replace``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from compiler.frontend.workload import Workload
+
+_HERE = Path(__file__).resolve().parent
+
+
+def cache_dir() -> Path:
+    """``$ACCEL_DSE_CACHE`` or ``~/.cache/accel-dse``, plus ``zoo/``."""
+    root = os.environ.get("ACCEL_DSE_CACHE") or Path.home() / ".cache" / "accel-dse"
+    return Path(root) / "zoo"
+
+
+def source_hash(name: str) -> str:
+    """16 hex chars of sha256 over the files whose content defines the model."""
+    from dse.workloads import info
+
+    h = hashlib.sha256(name.encode())
+    for file in (f"{info(name).module}.py", "blocks.py", "catalog.py"):
+        h.update((_HERE / file).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cached_path(name: str, dynamo: bool = True) -> Path:
+    exporter = "dynamo" if dynamo else "legacy"
+    return cache_dir() / f"{name}-{exporter}-{source_hash(name)}.onnx"
+
+
+def load(name: str, *, dynamo: bool = True) -> Workload:
+    """The imported workload graph of a zoo model, exporting it into the cache on first use."""
+    from compiler.frontend import import_onnx
+    from dse.workloads import export
+
+    path = cached_path(name, dynamo)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.onnx")
+        try:
+            export(name, tmp, dynamo=dynamo)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return import_onnx(path)
