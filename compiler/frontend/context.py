@@ -1,0 +1,91 @@
+"""What a layer builder needs to know about the graph around one node: shapes (with errors that
+say which tensor of which node), constants, attributes, bit widths and parameter counts."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from compiler.frontend.graphinfo import Graph
+from compiler.frontend.optable import FUSIBLE
+from compiler.frontend.workload import Layer
+from costmodel.errors import UserError
+
+_FOLDABLE_AFTER_MAC = FUSIBLE | {"BatchNormalization", "Add"}
+
+
+class Context:
+    """Read-only helpers over a resolved :class:`Graph`."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.consumers = graph.consumers()
+        self.graph_outputs = set(graph.outputs)
+
+    # ---- tensors -------------------------------------------------------------------------------
+    def where(self, node: Any) -> str:
+        return f"{self.graph.path}: node {node.name!r} ({node.op_type})"
+
+    def shape(self, node: Any, tensor: str) -> tuple[int, ...]:
+        shape = self.graph.info(tensor).shape
+        if shape is None:
+            raise UserError(f"{self.where(node)}: cannot infer the shape of tensor {tensor!r}; the model's shapes "
+                            f"depend on values known only at run time")
+        return shape
+
+    def input(self, node: Any, i: int) -> str:
+        return node.input[i] if len(node.input) > i else ""
+
+    def is_static(self, tensor: str) -> bool:
+        return self.graph.is_static(tensor)
+
+    def value(self, tensor: str) -> Any:
+        return self.graph.info(tensor).value if tensor else None
+
+    def numel(self, node: Any, tensor: str) -> int:
+        return math.prod(self.shape(node, tensor)) if tensor else 0
+
+    def static_numel(self, node: Any, tensor: str) -> int:
+        """Elements of a constant input (0 if absent or not constant)."""
+        return self.numel(node, tensor) if tensor and self.is_static(tensor) else 0
+
+    # ---- attributes -----------------------------------------------------------------------------
+    @staticmethod
+    def attrs(node: Any) -> dict[str, Any]:
+        from onnx import helper
+
+        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+    # ---- bit widths -----------------------------------------------------------------------------
+    def bits(self, tensor: str) -> int:
+        return self.graph.tensor_bits(tensor)
+
+    def output_bits(self, tensor: str) -> int:
+        """Width the layer writes: a float output re-quantized right away (through a BatchNorm, bias or
+        activation that will be fused) is stored at the quantized width."""
+        users = self.consumers.get(tensor, [])
+        if tensor in self.graph_outputs or not users:
+            return self.bits(tensor)
+        if all(u.op_type == "QuantizeLinear" for u in users):
+            return min(self.bits(u.output[0]) for u in users)
+        if len(users) == 1 and users[0].op_type in _FOLDABLE_AFTER_MAC and users[0].output:
+            return self.output_bits(users[0].output[0])
+        return self.bits(tensor)
+
+    # ---- layer skeleton ---------------------------------------------------------------------------
+    def layer(self, node: Any, kind: str, *, name: str | None = None, inputs: list[str] | None = None,
+              outputs: list[str] | None = None, allow_unknown: bool = False) -> Layer:
+        """A layer for ``node`` with its activation tensors, shapes and dtypes filled in."""
+        ins = [t for t in (node.input if inputs is None else inputs) if t and not self.is_static(t)]
+        outs = [t for t in (node.output if outputs is None else outputs)
+                if t and (t in self.consumers or t in self.graph_outputs)]  # e.g. Dropout's unused mask
+        dtypes = {t: self.graph.info(t).dtype_name for t in (*ins, *outs)}
+
+        def shape(t: str) -> tuple[int, ...]:
+            return (self.graph.info(t).shape or ()) if allow_unknown else self.shape(node, t)
+
+        return Layer(
+            name=name or node.name, op_type=node.op_type, kind=kind,
+            input_shapes=tuple(shape(t) for t in ins), output_shapes=tuple(shape(t) for t in outs),
+            dtypes=dtypes, onnx_nodes=[node.name], inputs=tuple(ins), outputs=tuple(outs),
+        )

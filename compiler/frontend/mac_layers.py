@@ -1,0 +1,153 @@
+"""MAC layers: Conv, ConvTranspose, Gemm, MatMul and their integer / QLinear forms, as Problems.
+
+Bit widths come from the tensors as the accelerator stores them (:meth:`Context.bits`): a float
+layer is 32-bit (16 for fp16), a layer fed by DequantizeLinear of int8 is 8-bit, QLinear* take the
+widths of their integer operands, ConvInteger/MatMulInteger write int32. Partial sums are 32-bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from compiler.frontend.context import Context
+from compiler.frontend.workload import Layer
+from costmodel import problem as P
+from costmodel.errors import UserError
+
+# operand positions: (x, w, bias) for convs, (a, b) for matmuls
+_CONV_SLOTS = {"Conv": (0, 1, 2), "QLinearConv": (0, 3, 8), "ConvInteger": (0, 1, None)}
+_MATMUL_SLOTS = {"MatMul": (0, 1), "QLinearMatMul": (0, 3), "MatMulInteger": (0, 1)}
+
+
+def build_mac(ctx: Context, node: Any) -> list[Layer]:
+    op = node.op_type
+    if op in _CONV_SLOTS:
+        return [_conv(ctx, node, *_CONV_SLOTS[op])]
+    if op == "ConvTranspose":
+        return [_conv_transpose(ctx, node)]
+    if op == "Gemm":
+        return [_gemm(ctx, node)]
+    if op in _MATMUL_SLOTS:
+        return [_matmul(ctx, node, *_MATMUL_SLOTS[op])]
+    from compiler.frontend.rnn_layers import build_rnn
+
+    return build_rnn(ctx, node)
+
+
+def _widths(ctx: Context, x: str, w: str, y: str) -> tuple[int, int, int]:
+    return (ctx.bits(x), ctx.bits(w), ctx.output_bits(y))
+
+
+def _finish(ctx: Context, node: Any, problem: P.Problem, weights: int, bias: int, inputs: list[str],
+            **attrs: Any) -> Layer:
+    layer = ctx.layer(node, "mac", inputs=inputs)
+    layer.problem, layer.macs, layer.weights, layer.bias = problem, problem.macs, weights, bias
+    layer.attrs.update(attrs)
+    return layer
+
+
+def _spatial_attrs(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: tuple[int, ...]
+                   ) -> tuple[tuple[int, ...], tuple[int, ...], list[tuple[int, int]]]:
+    """strides, dilations and (begin, end) padding per spatial axis, with auto_pad resolved."""
+    a = ctx.attrs(node)
+    rank = len(in_sizes)
+    strides = tuple(a.get("strides", [1] * rank))
+    dil = tuple(a.get("dilations", [1] * rank))
+    auto = a.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = []
+        for n, k, s, d in zip(in_sizes, kernel, strides, dil):
+            total = max(0, (math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n)
+            small, big = total // 2, total - total // 2
+            pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
+    elif auto == "VALID":
+        pads = [(0, 0)] * rank
+    else:
+        flat = list(a.get("pads", [0] * (2 * rank)))
+        pads = [(flat[i], flat[i + rank]) for i in range(rank)]
+    return strides, dil, pads
+
+
+def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
+    x, w = ctx.input(node, xi), ctx.input(node, wi)
+    b = ctx.input(node, bi) if bi is not None else ""
+    xs, ws, ys = ctx.shape(node, x), ctx.shape(node, w), ctx.shape(node, node.output[0])
+    rank = len(xs) - 2
+    if rank not in (1, 2):
+        raise UserError(f"{ctx.where(node)}: {rank}-D convolution is not supported (1-D and 2-D are)")
+    group = int(ctx.attrs(node).get("group", 1))
+    kernel = tuple(ctx.attrs(node).get("kernel_shape", ws[2:]))
+    strides, dil, pads = _spatial_attrs(ctx, node, xs[2:], kernel)
+    bits = _widths(ctx, x, w, node.output[0])
+    if rank == 1:
+        prob = P.conv1d(xs[1], ws[0], xs[2], kernel[0], strides[0], pads[0], dil[0], group, xs[0], bits)
+    else:
+        padding = (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+        prob = P.conv2d(xs[1], ws[0], xs[2], xs[3], kernel, strides, padding, dil, group, xs[0], bits)
+    sizes = prob.sizes
+    got = (sizes["N"], sizes["G"] * sizes["K"], *([sizes["P"], sizes["Q"]] if rank == 2 else [sizes["Q"]]))
+    if got != ys:
+        raise UserError(f"{ctx.where(node)}: output shape {list(ys)} disagrees with the convolution arithmetic "
+                        f"{list(got)}")
+    return _finish(ctx, node, prob, ctx.static_numel(node, w), ctx.static_numel(node, b), [x],
+                   groups=group, depthwise=group > 1 and group == xs[1])
+
+
+def _conv_transpose(ctx: Context, node: Any) -> Layer:
+    x, w, b = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)
+    xs, ws = ctx.shape(node, x), ctx.shape(node, w)
+    rank = len(xs) - 2
+    if rank not in (1, 2):
+        raise UserError(f"{ctx.where(node)}: {rank}-D transposed convolution is not supported (1-D and 2-D are)")
+    a = ctx.attrs(node)
+    group = int(a.get("group", 1))
+    kernel = tuple(a.get("kernel_shape", ws[2:]))
+    strides = tuple(a.get("strides", [1] * rank))
+    dil = tuple(a.get("dilations", [1] * rank))
+    h, wd = (1, xs[2]) if rank == 1 else (xs[2], xs[3])
+    if rank == 1:
+        kernel, strides, dil = (1, kernel[0]), (1, strides[0]), (1, dil[0])
+    bits = _widths(ctx, x, w, node.output[0])
+    prob = P.conv_transpose2d(xs[1], ws[1] * group, h, wd, kernel, strides, dil, group, xs[0], bits)
+    return _finish(ctx, node, prob, ctx.static_numel(node, w), ctx.static_numel(node, b), [x],
+                   groups=group, spatial_rank=rank)
+
+
+def _gemm(ctx: Context, node: Any) -> Layer:
+    a_name, b_name, c_name = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)
+    at = ctx.attrs(node)
+    a, b = ctx.shape(node, a_name), ctx.shape(node, b_name)
+    m, k = (a[1], a[0]) if at.get("transA", 0) else a
+    n = b[0] if at.get("transB", 0) else b[1]
+    bits = _widths(ctx, a_name, b_name, node.output[0])
+    if ctx.is_static(b_name):
+        prob = P.fully_connected(k, n, rows=m, bits=bits)
+    else:
+        prob = P.matmul(m, k, n, 1, bits)
+    return _finish(ctx, node, prob, ctx.static_numel(node, b_name) + ctx.static_numel(node, a_name),
+                   ctx.static_numel(node, c_name), [a_name, b_name, c_name])
+
+
+def _matmul(ctx: Context, node: Any, ai: int, bi: int) -> Layer:
+    a_name, b_name = ctx.input(node, ai), ctx.input(node, bi)
+    a, b = list(ctx.shape(node, a_name)), list(ctx.shape(node, b_name))
+    if len(a) == 1:
+        a = [1, a[0]]
+    if len(b) == 1:
+        b = [b[0], 1]
+    m, k, n = a[-2], a[-1], b[-1]
+    batch_a, batch_b = math.prod(a[:-2]), math.prod(b[:-2])
+    bits = _widths(ctx, a_name, b_name, node.output[0])
+    if batch_b == 1:
+        # one shared right operand (a weight matrix, or K^T broadcast): fold A's batch into the rows
+        prob = (P.fully_connected(k, n, rows=batch_a * m, bits=bits) if ctx.is_static(b_name)
+                else P.matmul(batch_a * m, k, n, 1, bits))
+    else:
+        batch = math.prod(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])))
+        prob = P.matmul(m, k, n, batch, bits)
+    weights = ctx.static_numel(node, a_name) + ctx.static_numel(node, b_name)
+    return _finish(ctx, node, prob, weights, 0, [a_name, b_name], batch=prob.sizes["B"])

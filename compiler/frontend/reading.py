@@ -1,0 +1,178 @@
+"""Reading an ONNX file into a ModelProto the importer can trust: parse errors, truncation,
+missing or stripped weights, symbolic input dims and node order are dealt with here.
+
+Weights are never needed for design-space exploration, only their shapes. So every large tensor
+is kept as a *skeleton* (dims and type, no data): shape inference then runs on a few kilobytes,
+whatever the model's size, and a model without its weight data imports the same way.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+from compiler.frontend.optable import PARAM_INPUT_SLOTS
+from costmodel.errors import UserError
+
+FOLD_LIMIT = 1 << 16
+"""Constants with at most this many elements keep their values (shape plumbing, scalars, small tables)."""
+
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+
+
+def read_model(path: Path) -> Any:
+    """Parse ``path``; raise UserError when it is missing, not ONNX, or truncated."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    data = path.read_bytes()
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, ValueError, RuntimeError) as exc:
+        raise UserError(f"{path}: not an ONNX model, or truncated: {len(data)} bytes do not parse as an "
+                        f"ONNX protobuf ({type(exc).__name__})") from None
+    if model.ir_version <= 0 or not model.HasField("graph") or not model.graph.node:
+        raise UserError(f"{path}: not an ONNX model: no ir_version or no graph nodes in {len(data)} bytes")
+    _name_nodes(model.graph)
+    _check_references(model.graph, path)
+    _topological_sort(model.graph, path)
+    return model
+
+
+def _name_nodes(graph: Any) -> None:
+    """Give every node a unique, non-empty name (it becomes the layer's name)."""
+    seen: set[str] = set()
+    for i, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{i}"
+        while name in seen:
+            name = f"{name}_{i}"
+        seen.add(name)
+        node.name = name
+
+
+def _check_references(graph: Any, path: Path) -> None:
+    defined = {"", *(i.name for i in graph.input), *(t.name for t in graph.initializer)}
+    defined.update(o for n in graph.node for o in n.output)
+    for node in graph.node:
+        for t in node.input:
+            if t not in defined:
+                raise UserError(f"{path}: node {node.name!r} ({node.op_type}) reads tensor {t!r} that no node, "
+                                f"initializer or graph input defines (truncated or corrupt file?)")
+    for o in graph.output:
+        if o.name not in defined:
+            raise UserError(f"{path}: graph output {o.name!r} is not produced by any node (truncated or corrupt file?)")
+
+
+def _topological_sort(graph: Any, path: Path) -> None:
+    """Reorder nodes producers-first (ONNX requires it; some writers do not comply)."""
+    producer = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
+    nodes = list(graph.node)
+    deps = [{producer[t] for t in n.input if t in producer} for n in nodes]
+    order: list[int] = []
+    done: set[int] = set()
+    ready = [i for i in range(len(nodes)) if not deps[i]]
+    users: dict[int, list[int]] = {}
+    for i, d in enumerate(deps):
+        for j in d:
+            users.setdefault(j, []).append(i)
+    while ready:
+        i = ready.pop(0)
+        order.append(i)
+        done.add(i)
+        for u in users.get(i, []):
+            if u not in done and u not in ready and deps[u] <= done:
+                ready.append(u)
+    if len(order) != len(nodes):
+        stuck = next(nodes[i] for i in range(len(nodes)) if i not in done)
+        raise UserError(f"{path}: the graph has a cycle through node {stuck.name!r} ({stuck.op_type})")
+    if order != list(range(len(nodes))):
+        del graph.node[:]
+        graph.node.extend(nodes[i] for i in order)
+
+
+def _has_data(t: Any) -> bool:
+    return any(len(getattr(t, f)) for f in _DATA_FIELDS)
+
+
+def _numel(t: Any) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n
+
+
+def skeletonize_weights(model: Any, path: Path) -> None:
+    """Drop the data of large tensors, load small external ones; warn about missing weight data."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    base = path.parent
+    missing_files: set[str] = set()
+    stripped = 0
+    for t in model.graph.initializer:
+        n = _numel(t)
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in t.external_data if e.key == "location"), "")
+            present = bool(location) and (base / location).is_file()
+            if present and n <= FOLD_LIMIT:
+                load_external_data_for_tensor(t, str(base))
+            else:
+                if not present:
+                    missing_files.add(location or "?")
+                del t.external_data[:]
+                t.data_location = onnx.TensorProto.DEFAULT
+            continue
+        if n > FOLD_LIMIT:
+            for f in _DATA_FIELDS:
+                t.ClearField(f)
+        elif n and not _has_data(t):
+            stripped += 1
+    initialized = {t.name for t in model.graph.initializer}
+    stripped += len(set(weight_inputs(model.graph)) - initialized)
+    if missing_files:
+        warnings.warn(f"{path}: external weight file(s) {', '.join(sorted(missing_files))} not found; "
+                      f"importing from shapes only", stacklevel=3)
+    if stripped:
+        warnings.warn(f"{path}: {stripped} weight tensor(s) have no data (stripped, or weights given as graph "
+                      f"inputs); importing from shapes only", stacklevel=3)
+
+
+def weight_inputs(graph: Any) -> list[str]:
+    """Graph inputs (without initializer) read only in weight slots: old models list weights as inputs."""
+    initialized = {t.name for t in graph.initializer}
+    slots: dict[str, list[bool]] = {}
+    for node in graph.node:
+        allowed = PARAM_INPUT_SLOTS.get(node.op_type, frozenset())
+        for i, t in enumerate(node.input):
+            if t:
+                slots.setdefault(t, []).append(i in allowed)
+    return [i.name for i in graph.input
+            if i.name not in initialized and slots.get(i.name) and all(slots[i.name])]
+
+
+def fix_input_dims(model: Any, path: Path) -> None:
+    """Give every data input a static shape (symbolic dims become 1, with a warning)."""
+    initialized = {t.name for t in model.graph.initializer}
+    fixed: list[str] = []
+    for inp in model.graph.input:
+        if inp.name in initialized:
+            continue
+        tt = inp.type.tensor_type
+        if not inp.type.HasField("tensor_type") or not tt.HasField("shape"):
+            raise UserError(f"{path}: graph input {inp.name!r} has no shape, so layer shapes cannot be inferred "
+                            f"(export the model with a static input shape)")
+        for k, dim in enumerate(tt.shape.dim):
+            if not dim.HasField("dim_value") or dim.dim_value < 0:
+                fixed.append(f"{inp.name}[{k}]={dim.dim_param or '?'}")
+                dim.Clear()
+                dim.dim_value = 1
+    if fixed:
+        warnings.warn(f"{path}: symbolic input dims fixed to 1: {', '.join(fixed)}", stacklevel=3)
+    del model.graph.value_info[:]
+    for out in model.graph.output:
+        if any(not d.HasField("dim_value") for d in out.type.tensor_type.shape.dim):
+            out.type.tensor_type.ClearField("shape")

@@ -1,0 +1,81 @@
+"""Vector, layout, quantize and host layers: counted in element operations, not mapped on the array.
+
+``vector_ops`` follows the op's :class:`~compiler.frontend.optable.VectorRule`. Parameters of these
+layers are their constant operands in data slots (LayerNorm/BatchNorm scale and shift, a PRelu
+slope, a learned positional embedding added, an embedding table gathered); scalar constants
+(``x / 8``, ``x + eps``) are immediates, and configuration inputs (shapes, axes, bounds, quantization
+scales) are not parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from compiler.frontend.context import Context
+from compiler.frontend.optable import NON_DATA_SLOTS, NORM_OPS, VECTOR_OPS
+from compiler.frontend.workload import Layer
+
+
+def build_vector(ctx: Context, node: Any) -> list[Layer]:
+    layer = ctx.layer(node, "vector")
+    layer.vector_ops = vector_ops(ctx, node)
+    _constant_params(ctx, node, layer)
+    return [layer]
+
+
+def build_layout(ctx: Context, node: Any) -> list[Layer]:
+    layer = ctx.layer(node, "layout")
+    _constant_params(ctx, node, layer)
+    return [layer]
+
+
+def build_quant(ctx: Context, node: Any) -> list[Layer]:
+    layer = ctx.layer(node, "quant")
+    layer.vector_ops = ctx.numel(node, node.output[0])
+    layer.attrs["to_bits"] = ctx.bits(node.output[0])
+    for key, slot in (("scale", 1), ("zero_point", 2)):
+        value = ctx.value(ctx.input(node, slot))
+        if value is not None and value.size <= 16:
+            layer.attrs[key] = value.tolist()
+    return [layer]
+
+
+def build_host(ctx: Context, node: Any) -> list[Layer]:
+    layer = ctx.layer(node, "host", allow_unknown=True)
+    layer.attrs["unsupported"] = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
+    return [layer]
+
+
+def _constant_params(ctx: Context, node: Any, layer: Layer) -> None:
+    if node.op_type in NORM_OPS:
+        layer.weights = ctx.static_numel(node, ctx.input(node, 1))
+        layer.bias = ctx.static_numel(node, ctx.input(node, 2))
+        return
+    skip = NON_DATA_SLOTS.get(node.op_type, frozenset())
+    layer.weights = sum(n for i, t in enumerate(node.input)
+                        if i not in skip and (n := ctx.static_numel(node, t)) > 1)
+
+
+def vector_ops(ctx: Context, node: Any) -> int:
+    """Element operations of a vector op (see optable.VECTOR_OPS for each op's rule)."""
+    rule = VECTOR_OPS[node.op_type]
+    out = ctx.numel(node, node.output[0])
+    if rule.basis == "output":
+        return out * rule.per_element
+    if rule.basis == "input":
+        return ctx.numel(node, node.input[0]) * rule.per_element
+    if rule.basis == "variadic":
+        return out * max(1, len([t for t in node.input if t]) - 1) * rule.per_element
+    attrs = ctx.attrs(node)
+    if rule.basis == "window":
+        return out * math.prod(attrs.get("kernel_shape", [1])) * rule.per_element
+    if rule.basis == "lrn":
+        return out * (int(attrs.get("size", 1)) + 2)
+    # resize: taps per output element from the interpolation mode and the number of resized axes
+    mode = attrs.get("mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ins, outs = ctx.shape(node, node.input[0]), ctx.shape(node, node.output[0])
+    resized = sum(1 for i, o in zip(ins, outs) if i != o)
+    taps = {"nearest": 1, "linear": 2, "bilinear": 2, "cubic": 4}.get(mode, 1) ** resized
+    return out * taps
