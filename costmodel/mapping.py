@@ -1,0 +1,337 @@
+"""A mapping of one layer onto one architecture: per storage level, loops and keep/bypass.
+
+The loop nest a mapping stands for (outer to inner) is: level 0's temporal loops (in ``order``),
+level 0's spatial loops onto the fan-out below it (X, then Y), level 1's temporal loops, ...,
+the innermost level's spatial loops onto the MACs. Per dimension the product of all its factors
+equals its size. A tensor's *tile* at a level is what the loops from that level inward touch.
+
+Tensors are kept where the level ``holds`` them and the mapping does not ``bypass`` them; DRAM
+(level 0) keeps every tensor. One tensor element is one word (the tile sizes are in words).
+
+``MappingBatch`` holds B mappings as numpy arrays for vectorized evaluation (see CONTRACTS.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from costmodel.errors import UserError
+from costmodel.problem import Problem
+
+if TYPE_CHECKING:
+    from costmodel.arch import Architecture
+
+
+@dataclass(frozen=True)
+class LevelMapping:
+    """Loops of one storage level: temporal factors in ``order`` (outer to inner), spatial X/Y
+    factors onto the fan-out below it, and the tensors it does not keep."""
+
+    temporal: dict[str, int] = field(default_factory=dict)
+    order: tuple[str, ...] = ()
+    spatial_x: dict[str, int] = field(default_factory=dict)
+    spatial_y: dict[str, int] = field(default_factory=dict)
+    bypass: frozenset[str] = frozenset()
+
+    def full_order(self, dim_names: Sequence[str]) -> tuple[str, ...]:
+        """Every dimension, outer to inner: ``order``, then other dims with factors, then the rest."""
+        seen = list(dict.fromkeys(self.order))
+        seen += [d for d in self.temporal if d not in seen]
+        seen += [d for d in dim_names if d not in seen]
+        return tuple(seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "temporal": {d: int(f) for d, f in self.temporal.items() if f != 1},
+            "order": list(self.order),
+            "spatial_x": {d: int(f) for d, f in self.spatial_x.items() if f != 1},
+            "spatial_y": {d: int(f) for d, f in self.spatial_y.items() if f != 1},
+            "bypass": sorted(self.bypass),
+        }
+
+
+def _factors(raw: Any, where: str) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: expected a mapping of dimension: factor, got {raw!r}")
+    out = {}
+    for d, f in raw.items():
+        if isinstance(f, bool) or not isinstance(f, int) or f < 1:
+            raise UserError(f"{where}.{d}: expected a positive integer factor, got {f!r}")
+        out[str(d)] = f
+    return out
+
+
+def _names(raw: Any, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+        raise UserError(f"{where}: expected a list of names, got {raw!r}")
+    return tuple(raw)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One LevelMapping per architecture level, outermost (DRAM) first."""
+
+    levels: tuple[LevelMapping, ...]
+
+    # ---- accessors -------------------------------------------------------------------------------
+    def keeps(self, level: int, tensor: str, arch: Architecture) -> bool:
+        if level == 0:
+            return True
+        return tensor in arch.levels[level].holds and tensor not in self.levels[level].bypass
+
+    # ---- validation ------------------------------------------------------------------------------
+    def validate(self, problem: Problem, arch: Architecture, where: str = "mapping") -> None:
+        """Raise UserError naming the first thing that makes this mapping impossible."""
+        alevels = arch.levels
+        if len(self.levels) != len(alevels):
+            raise UserError(f"{where}: has {len(self.levels)} levels, architecture {arch.name} has "
+                            f"{len(alevels)} ({', '.join(lv.name for lv in alevels)})")
+        dims = set(problem.dim_names)
+        tensors = {t.name for t in problem.tensors}
+        for lm, lv in zip(self.levels, alevels):
+            for what, facs in (("temporal", lm.temporal), ("spatial_x", lm.spatial_x),
+                               ("spatial_y", lm.spatial_y)):
+                for d, f in facs.items():
+                    if d not in dims:
+                        raise UserError(f"{where}: level {lv.name} {what}: unknown dimension {d!r} "
+                                        f"(problem has {', '.join(problem.dim_names)})")
+                    if isinstance(f, bool) or not isinstance(f, int) or f < 1:
+                        raise UserError(f"{where}: level {lv.name} {what}.{d}: expected a positive "
+                                        f"integer, got {f!r}")
+            bad = [d for d in lm.order if d not in dims]
+            if bad or len(set(lm.order)) != len(lm.order):
+                raise UserError(f"{where}: level {lv.name} order {list(lm.order)}: expected distinct "
+                                f"dimensions of {', '.join(problem.dim_names)}")
+            unknown = sorted(set(lm.bypass) - tensors)
+            if unknown:
+                raise UserError(f"{where}: level {lv.name} bypass: unknown tensors {unknown} "
+                                f"(problem has {', '.join(sorted(tensors))})")
+        if self.levels[0].bypass:
+            raise UserError(f"{where}: level {alevels[0].name} (outermost) must keep every tensor, "
+                            f"but bypasses {sorted(self.levels[0].bypass)}")
+        for d, size in problem.dims:
+            parts, prod = [], 1
+            for lm, lv in zip(self.levels, alevels):
+                for what, facs in (("T", lm.temporal), ("X", lm.spatial_x), ("Y", lm.spatial_y)):
+                    f = facs.get(d, 1)
+                    if f != 1:
+                        parts.append(f"{lv.name} {what}{f}")
+                        prod *= f
+            if prod != size:
+                raise UserError(f"{where}: dimension {d}: factors multiply to {prod} "
+                                f"({' x '.join(parts) or 'no factors'}), expected its size {size}")
+        for lm, lv in zip(self.levels, alevels):
+            for axis, facs, limit in (("X", lm.spatial_x, lv.fanout_x), ("Y", lm.spatial_y, lv.fanout_y)):
+                used = math.prod(facs.values())
+                if used > limit:
+                    raise UserError(f"{where}: level {lv.name}: spatial {axis} factors "
+                                    f"{ {d: f for d, f in facs.items() if f != 1} } use {used} "
+                                    f"instances, fan-out {axis} is {limit}")
+        from costmodel.tiles import tile_words  # late: tiles imports this module
+
+        words = tile_words(problem, MappingBatch.from_mappings([self], problem, arch))[0]
+        for li, lv in enumerate(alevels):
+            if lv.capacity_words is None:
+                continue
+            kept = [(t.name, int(words[li, ti])) for ti, t in enumerate(problem.tensors)
+                    if self.keeps(li, t.name, arch)]
+            need = sum(w for _, w in kept)
+            usable = lv.capacity_words // 2 if lv.double_buffered else lv.capacity_words
+            if need > usable:
+                detail = ", ".join(f"{n} {w}" for n, w in kept)
+                db = f" ({usable} usable with double buffering)" if lv.double_buffered else ""
+                raise UserError(f"{where}: level {lv.name}: tiles of kept tensors need {need} words "
+                                f"({detail}) but capacity is {lv.capacity_words} words{db}; "
+                                f"overflow {need - usable} words")
+
+    # ---- serialization ---------------------------------------------------------------------------
+    def to_dict(self, arch: Architecture | None = None) -> dict[str, Any]:
+        out = []
+        for i, lm in enumerate(self.levels):
+            d = lm.to_dict()
+            if arch is not None:
+                d = {"level": arch.levels[i].name, **d}
+            out.append(d)
+        return {"levels": out}
+
+    @classmethod
+    def from_dict(cls, data: Any, arch: Architecture | None = None, where: str = "mapping") -> Mapping:
+        """Inverse of :meth:`to_dict`. With ``arch``, entries may name their ``level`` (any order;
+        levels not listed get no loops); without names, entries are positional."""
+        if not isinstance(data, dict) or not isinstance(data.get("levels"), list):
+            raise UserError(f"{where}: expected a mapping with a 'levels' list")
+        entries = data["levels"]
+        names = [e.get("level") if isinstance(e, dict) else None for e in entries]
+        if arch is not None and any(n is not None for n in names):
+            level_names = [lv.name for lv in arch.levels]
+            slots: list[Any] = [{} for _ in level_names]
+            for i, (e, n) in enumerate(zip(entries, names)):
+                if n not in level_names:
+                    raise UserError(f"{where}: levels[{i}].level: expected one of {level_names}, got {n!r}")
+                slots[level_names.index(n)] = e
+            entries = slots
+        levels = []
+        for i, e in enumerate(entries):
+            w = f"{where}: levels[{i}]"
+            if not isinstance(e, dict):
+                raise UserError(f"{w}: expected a mapping, got {e!r}")
+            extra = set(e) - {"level", "temporal", "order", "spatial_x", "spatial_y", "bypass"}
+            if extra:
+                raise UserError(f"{w}: unknown fields {sorted(extra)} (expected temporal, order, "
+                                f"spatial_x, spatial_y, bypass)")
+            levels.append(LevelMapping(
+                temporal=_factors(e.get("temporal"), f"{w}.temporal"),
+                order=_names(e.get("order"), f"{w}.order"),
+                spatial_x=_factors(e.get("spatial_x"), f"{w}.spatial_x"),
+                spatial_y=_factors(e.get("spatial_y"), f"{w}.spatial_y"),
+                bypass=frozenset(_names(e.get("bypass"), f"{w}.bypass")),
+            ))
+        return cls(tuple(levels))
+
+    def save(self, path: str | Path, arch: Architecture | None = None) -> Path:
+        """Write YAML (or JSON for a .json path) atomically."""
+        path = Path(path)
+        data = self.to_dict(arch)
+        if path.suffix == ".json":
+            text = json.dumps(data, indent=2) + "\n"
+        else:
+            import yaml
+
+            text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+        return path
+
+    # ---- printout --------------------------------------------------------------------------------
+    def loop_nest(self, problem: Problem, arch: Architecture) -> str:
+        """The loop nest as Python-like text: one line per loop (factor > 1), spatial loops as
+        ``parallel_for``, and per level the tile (words) of each tensor it keeps."""
+        from costmodel.tiles import tile_words
+
+        words = tile_words(problem, MappingBatch.from_mappings([self], problem, arch))[0]
+        lines, depth = [], 0
+        for li, (lm, lv) in enumerate(zip(self.levels, arch.levels)):
+            kept = [f"{t.name} {int(words[li, ti])}" for ti, t in enumerate(problem.tensors)
+                    if self.keeps(li, t.name, arch)]
+            byp = [t.name for t in problem.tensors if not self.keeps(li, t.name, arch)]
+            note = f"  (bypass {', '.join(byp)})" if byp else ""
+            lines.append("  " * depth + f"# {lv.name}: tile words {', '.join(kept) or '-'}{note}")
+            for d in lm.full_order(problem.dim_names):
+                f = lm.temporal.get(d, 1)
+                if f > 1:
+                    lines.append("  " * depth + f"for {d.lower()}{li} in range({f}):")
+                    depth += 1
+            for axis, facs in (("X", lm.spatial_x), ("Y", lm.spatial_y)):
+                for d in problem.dim_names:
+                    f = facs.get(d, 1)
+                    if f > 1:
+                        lines.append("  " * depth + f"parallel_for {d.lower()}{li}{axis.lower()} "
+                                     f"in range({f}):  # spatial {axis} below {lv.name}")
+                        depth += 1
+        lines.append("  " * depth + "mac()")
+        return "\n".join(lines)
+
+
+def yaml_error() -> type[Exception]:
+    import yaml
+
+    return yaml.YAMLError
+
+
+def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapping:
+    """Read a YAML/JSON mapping file and validate it against the layer and the config."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read mapping file ({exc.strerror})") from None
+    try:
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except (ValueError, yaml_error()) as exc:  # parse errors carry line numbers in their text
+        raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    mapping = Mapping.from_dict(data, arch, where=str(path))
+    mapping.validate(problem, arch, where=str(path))
+    return mapping
+
+
+@dataclass
+class MappingBatch:
+    """B mappings of one problem on one architecture as arrays (dims in ``problem.dim_names`` order,
+    tensors in ``problem.tensors`` order): factors ``temporal``/``spatial_x``/``spatial_y`` [B, L, D],
+    ``order`` [B, L, D] (rank of each dim in its level's loop order, 0 = outermost), ``keep`` [B, L, T]."""
+
+    temporal: np.ndarray
+    spatial_x: np.ndarray
+    spatial_y: np.ndarray
+    order: np.ndarray
+    keep: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("temporal", "spatial_x", "spatial_y", "order"):
+            setattr(self, name, np.asarray(getattr(self, name), dtype=np.int64))
+        self.keep = np.asarray(self.keep, dtype=bool)
+        shape = self.temporal.shape
+        if any(a.shape != shape for a in (self.spatial_x, self.spatial_y, self.order)):
+            raise ValueError("MappingBatch: factor and order arrays must have the same [B, L, D] shape")
+        if self.keep.shape[:2] != shape[:2]:
+            raise ValueError("MappingBatch: keep must be [B, L, T] with the same B and L")
+
+    def __len__(self) -> int:
+        return int(self.temporal.shape[0])
+
+    @classmethod
+    def from_mappings(cls, mappings: Sequence[Mapping], problem: Problem, arch: Architecture) -> MappingBatch:
+        dims, tensors = problem.dim_names, [t.name for t in problem.tensors]
+        n_lv = len(arch.levels)
+        b = len(mappings)
+        tem = np.ones((b, n_lv, len(dims)), np.int64)
+        sx, sy, order = tem.copy(), tem.copy(), np.zeros_like(tem)
+        keep = np.zeros((b, n_lv, len(tensors)), bool)
+        for i, m in enumerate(mappings):
+            if len(m.levels) != n_lv:
+                raise UserError(f"mapping {i}: has {len(m.levels)} levels, architecture has {n_lv}")
+            for li, lm in enumerate(m.levels):
+                for di, d in enumerate(dims):
+                    tem[i, li, di] = lm.temporal.get(d, 1)
+                    sx[i, li, di] = lm.spatial_x.get(d, 1)
+                    sy[i, li, di] = lm.spatial_y.get(d, 1)
+                for rank, d in enumerate(lm.full_order(dims)):
+                    if d in dims:
+                        order[i, li, dims.index(d)] = rank
+                for ti, t in enumerate(tensors):
+                    keep[i, li, ti] = m.keeps(li, t, arch)
+        return cls(tem, sx, sy, order, keep)
+
+    def mapping(self, i: int, problem: Problem) -> Mapping:
+        """Mapping ``i`` as a Mapping (bypass = tensors not kept)."""
+        dims, tensors = problem.dim_names, [t.name for t in problem.tensors]
+        levels = []
+        for li in range(self.temporal.shape[1]):
+            def facs(a: np.ndarray, li: int = li) -> dict[str, int]:
+                return {d: int(a[i, li, di]) for di, d in enumerate(dims) if a[i, li, di] != 1}
+            order = tuple(dims[di] for di in np.argsort(self.order[i, li], kind="stable"))
+            levels.append(LevelMapping(facs(self.temporal), order, facs(self.spatial_x), facs(self.spatial_y),
+                                       frozenset(t for ti, t in enumerate(tensors) if not self.keep[i, li, ti])))
+        return Mapping(tuple(levels))
