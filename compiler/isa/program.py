@@ -1,0 +1,170 @@
+"""A compiled program in memory: instructions plus everything the binary container carries.
+
+Kept apart from the container code so the compiler, the simulator and the assembler share one
+type without importing file I/O. Tables convert to and from plain JSON values; ``from_json``
+validates strictly (every field, every type) so a corrupted or hand-edited file fails with a
+UserError that says where, never with a KeyError/TypeError.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.isa.instructions import Instruction
+from compiler.isa.spec import ISA_VERSION
+from costmodel.errors import UserError
+
+DTYPES = ("int8", "uint8", "int16", "int32", "float32")
+DIRECTIONS = ("input", "output")
+CONST_KINDS = ("weights", "bias", "scales", "lut", "other")
+
+
+def canonical_json(value: Any) -> bytes:
+    """The one JSON spelling of a table (sorted keys, no spaces), so equal programs give equal bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def _field(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise UserError(f"{where}: missing field {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise UserError(f"{where}: field {key!r} = {value!r} has the wrong type")
+    return value
+
+
+def _obj(value: Any, keys: set[str], where: str) -> dict:
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: expected an object, got {type(value).__name__}")
+    extra = set(value) - keys
+    if extra:
+        raise UserError(f"{where}: unknown field(s) {sorted(extra)}")
+    return value
+
+
+def _nonneg(value: int, key: str, where: str, limit: int = 1 << 64) -> int:
+    if not 0 <= value < limit:
+        raise UserError(f"{where}: field {key!r} = {value} out of range [0, {limit})")
+    return value
+
+
+@dataclass(frozen=True)
+class IOTensor:
+    """One model input or output as it sits in device DRAM."""
+
+    name: str
+    direction: str  # "input" | "output"
+    dtype: str  # one of DTYPES
+    shape: tuple[int, ...]
+    layout: str  # e.g. "NCHW", or channel-blocked "NCHWc16" (see docs/binary-format.md)
+    addr: int  # DRAM byte address
+    scale: float = 1.0  # quantization: real = scale * (q - zero_point)
+    zero_point: int = 0
+
+    def __post_init__(self) -> None:
+        where = f"io tensor {self.name!r}"
+        if self.direction not in DIRECTIONS:
+            raise UserError(f"{where}: direction {self.direction!r}, expected one of {DIRECTIONS}")
+        if self.dtype not in DTYPES:
+            raise UserError(f"{where}: dtype {self.dtype!r}, expected one of {DTYPES}")
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in self.shape):
+            raise UserError(f"{where}: shape {self.shape!r} must be positive integers")
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            raise UserError(f"{where}: scale {self.scale!r} must be a finite positive number")
+        _nonneg(self.addr, "addr", where, 1 << 32)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "direction": self.direction, "dtype": self.dtype, "shape": list(self.shape),
+                "layout": self.layout, "addr": self.addr, "scale": self.scale, "zero_point": self.zero_point}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> IOTensor:
+        o = _obj(value, {"name", "direction", "dtype", "shape", "layout", "addr", "scale", "zero_point"}, where)
+        shape = _field(o, "shape", list, where)
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            raise UserError(f"{where}: shape {shape!r} must be a list of integers")
+        scale = _field(o, "scale", (int, float), where)
+        return cls(name=_field(o, "name", str, where), direction=_field(o, "direction", str, where),
+                   dtype=_field(o, "dtype", str, where), shape=tuple(shape), layout=_field(o, "layout", str, where),
+                   addr=_field(o, "addr", int, where), scale=float(scale),
+                   zero_point=_field(o, "zero_point", int, where))
+
+
+@dataclass(frozen=True)
+class ConstSegment:
+    """A named slice of the constants blob (for the disassembler and for debugging)."""
+
+    name: str
+    kind: str  # one of CONST_KINDS
+    offset: int
+    size: int
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "offset": self.offset, "size": self.size}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> ConstSegment:
+        o = _obj(value, {"name", "kind", "offset", "size"}, where)
+        kind = _field(o, "kind", str, where)
+        if kind not in CONST_KINDS:
+            raise UserError(f"{where}: kind {kind!r}, expected one of {CONST_KINDS}")
+        return cls(name=_field(o, "name", str, where), kind=kind,
+                   offset=_nonneg(_field(o, "offset", int, where), "offset", where),
+                   size=_nonneg(_field(o, "size", int, where), "size", where))
+
+
+@dataclass(frozen=True)
+class DebugEntry:
+    """Where an instruction comes from: the ONNX node and the tile of its mapping."""
+
+    node: str
+    tile: str = ""
+
+
+@dataclass
+class Program:
+    """Everything an ``.axb`` file holds (see docs/binary-format.md)."""
+
+    instructions: list[Instruction]
+    fingerprint: str = "0" * 16  # costmodel Architecture.fingerprint() of the config it was built for
+    constants: bytes = b""
+    const_base: int = 0  # DRAM byte address where the runtime places `constants`
+    const_segments: list[ConstSegment] = field(default_factory=list)
+    io: list[IOTensor] = field(default_factory=list)
+    dram_size: int = 0  # bytes of device DRAM the program uses (memory map size)
+    debug: dict[int, DebugEntry] = field(default_factory=dict)
+    isa_version: int = ISA_VERSION
+
+    def validate(self) -> None:
+        """Consistency that does not depend on a config: raises UserError."""
+        fp = self.fingerprint
+        if not (isinstance(fp, str) and len(fp) == 16 and all(c in "0123456789abcdef" for c in fp)):
+            raise UserError(f"program: fingerprint {fp!r} must be 16 lowercase hex digits")
+        for seg in self.const_segments:
+            if seg.offset + seg.size > len(self.constants):
+                raise UserError(f"constant segment {seg.name!r} [{seg.offset}, +{seg.size}) lies outside "
+                                f"the {len(self.constants)}-byte constants section")
+        for i in self.debug:
+            if not 0 <= i < len(self.instructions):
+                raise UserError(f"debug map: entry for instruction {i}, but there are {len(self.instructions)}")
+        if self.const_base + len(self.constants) > self.dram_size and self.constants:
+            raise UserError(f"constants [{self.const_base}, +{len(self.constants)}) exceed dram_size {self.dram_size}")
+        names = [t.name for t in self.io]
+        if len(set(names)) != len(names):
+            raise UserError(f"io table: repeated tensor name in {names}")
+
+    def where(self, index: int) -> str:
+        """``instruction 12 (conv1, tile k0)`` for messages from the simulator and checkers."""
+        entry = self.debug.get(index)
+        if entry is None:
+            return f"instruction {index}"
+        return f"instruction {index} ({entry.node}{', ' + entry.tile if entry.tile else ''})"
+
+    def check_fingerprint(self, expected: str, config: str = "the config") -> None:
+        """Refuse a binary built for another config (Gemmini's #1 support problem)."""
+        if self.fingerprint != expected:
+            raise UserError(f"binary was built for config fingerprint {self.fingerprint}, but {config} has "
+                            f"{expected}; recompile for this config")
