@@ -1,6 +1,6 @@
 """The instruction set as one table: every format, every field's bits and meaning.
 
-The encoder, decoder, assembler, disassembler and ``docs/isa.md`` all read :data:`FORMATS`, so
+The encoder, decoder, assembler, disassembler and ``docs/isa.md`` all read ``FORMATS``, so
 they cannot disagree. Instructions are 128 bits, little-endian, and their layout does not depend
 on the hardware config (field widths are fixed for the largest supported config; the config
 named in the binary header is checked at load/simulation time, not by the encoding).
@@ -50,9 +50,9 @@ class Engine(IntEnum):
 
 
 class Buffer(IntEnum):
-    SPAD = 0
-    ACC = 1
-    CONST = 2
+    SPAD = 0  # int8/uint8 lanes: activations and weight tiles
+    ACC = 1  # int32 lanes: GEMM results, partial sums, bias
+    CONST = 2  # 32-bit lanes: fp32 scales, int32 values, LUT entries
 
 
 class Elem(IntEnum):
@@ -61,6 +61,10 @@ class Elem(IntEnum):
     B8 = 0
     B16 = 1
     B32 = 2
+
+    @property
+    def nbytes(self) -> int:
+        return 1 << self.value
 
 
 class GemmType(IntEnum):
@@ -73,10 +77,10 @@ class GemmType(IntEnum):
 class Src1Mode(IntEnum):
     """How VEC's second operand ``y`` is addressed."""
 
-    ROW = 0  # src1 + my*Mx + mx (walks with dst)
-    TAP = 1  # src1 + t, t = l1*L0 + l0 (e.g. one depthwise weight row per kernel tap)
-    FIXED = 2  # the same row src1 for every element (per-channel scales, LUT base)
-    REG = 3  # the EX register numbered src1, broadcast to all lanes
+    ROW = 0
+    TAP = 1
+    FIXED = 2
+    REG = 3
 
 
 class VecOp(IntEnum):
@@ -116,8 +120,9 @@ VEC_OP_DOC: dict[VecOp, str] = {
     VecOp.REQUANT: "ONNX Runtime's fused requantization: `f = f32(x) * f32bits(y)`, "
     "`f = min(max(f, QMIN - OUT_ZP), QMAX - OUT_ZP)`, `d = rint_half_even(f) + OUT_ZP`",
     VecOp.REQUANT_DIV: "as REQUANT but `f = f32(x) / f32bits(y)` (ONNX QuantizeLinear)",
-    VecOp.QADD: "quantized add (QLinearAdd): `f = (QADD_OFF + QADD_SA * f32(x)) + QADD_SB * f32(y)` in fp32, "
-    "`f = min(max(f, QMIN), QMAX)`, `d = rint_half_even(f)`",
+    VecOp.QADD: "quantized add (QLinearAdd, the MLAS SSE2 order): "
+    "`f = (QADD_OFF + f32(x) * QADD_SA) + f32(y) * QADD_SB` in fp32, "
+    "`d = min(max(rint_half_even(f), QMIN), QMAX)`",
     VecOp.LUT: "`d = LUTENTRY(x - LUT_MIN)`: entry `i` is CONST row `src1 + i // C`, lane `i % C` "
     "(int32); src1_mode must be FIXED and src1_buf CONST",
     VecOp.LSUM: "every lane of d = sum over the lanes of x (a row reduction)",
@@ -132,17 +137,17 @@ VEC_OP_DOC: dict[VecOp, str] = {
 class Reg(IntEnum):
     """Scalar registers, one 32-bit file per engine, written by SETREG (raw int32 or fp32 bits)."""
 
-    PADVAL = 0  # LD: value written into LOAD padding when padsel = 1 (e.g. the input zero point)
-    OUT_ZP = 1  # EX: REQUANT output zero point
-    QMIN = 2  # EX: REQUANT/QADD lower saturation bound (reset -128)
-    QMAX = 3  # EX: upper saturation bound (reset 127)
-    CLAMP_LO = 4  # EX: CLAMP lower bound (reset -2**31)
-    CLAMP_HI = 5  # EX: CLAMP upper bound (reset 2**31 - 1)
-    ROUND = 6  # EX: SHR rounding: 0 half-even, 1 half-up, 2 floor (reset 0)
-    LUT_MIN = 7  # EX: input value of LUT entry 0 (reset -128)
-    QADD_SA = 8  # EX fp32: QADD scale ratio a_scale / c_scale
-    QADD_SB = 9  # EX fp32: QADD scale ratio b_scale / c_scale
-    QADD_OFF = 10  # EX fp32: QADD offset c_zp - SA * a_zp - SB * b_zp
+    PADVAL = 0
+    OUT_ZP = 1
+    QMIN = 2
+    QMAX = 3
+    CLAMP_LO = 4
+    CLAMP_HI = 5
+    ROUND = 6
+    LUT_MIN = 7
+    QADD_SA = 8
+    QADD_SB = 9
+    QADD_OFF = 10
     S0 = 16
     S1 = 17
     S2 = 18
@@ -160,6 +165,32 @@ class Reg(IntEnum):
     S14 = 30
     S15 = 31
 
+
+ENUM_DOC: dict[type[IntEnum], dict[IntEnum, str]] = {
+    Engine: {Engine.LD: "load DMA engine", Engine.EX: "execute engine (array + vector unit)",
+             Engine.ST: "store DMA engine"},
+    Buffer: {Buffer.SPAD: "scratchpad: int8 (uint8) lanes; activations and weight tiles",
+             Buffer.ACC: "accumulator: int32 lanes; GEMM results, partial sums, bias",
+             Buffer.CONST: "constants: 32-bit lanes; fp32 scales, int32 values, LUT entries"},
+    Elem: {Elem.B8: "1 byte", Elem.B16: "2 bytes", Elem.B32: "4 bytes"},
+    GemmType: {GemmType.S8: "A is int8", GemmType.U8: "A is uint8"},
+    Src1Mode: {Src1Mode.ROW: "`src1 + my*Mx + mx` (walks with the destination)",
+               Src1Mode.TAP: "`src1 + t`, `t = l1*L0 + l0` (one row per kernel tap: depthwise weights)",
+               Src1Mode.FIXED: "row `src1` for every element (per-channel scales, LUT base)",
+               Src1Mode.REG: "EX register number `src1`, broadcast to every lane"},
+    Reg: {Reg.PADVAL: "LD: value of LOAD padding when padsel = 1 (e.g. the input zero point)",
+          Reg.OUT_ZP: "EX: REQUANT/REQUANT_DIV output zero point",
+          Reg.QMIN: "EX: REQUANT/QADD lower saturation bound",
+          Reg.QMAX: "EX: REQUANT/QADD upper saturation bound",
+          Reg.CLAMP_LO: "EX: CLAMP lower bound", Reg.CLAMP_HI: "EX: CLAMP upper bound",
+          Reg.ROUND: "EX: SHR rounding: 0 half-even, 1 half-up, 2 floor",
+          Reg.LUT_MIN: "EX: the input value of LUT entry 0",
+          Reg.QADD_SA: "EX fp32: QADD ratio a_scale / c_scale",
+          Reg.QADD_SB: "EX fp32: QADD ratio b_scale / c_scale",
+          Reg.QADD_OFF: "EX fp32: QADD offset c_zp - (SA * a_zp + SB * b_zp)",
+          **{Reg(r): "scalar operand (VEC src1_mode = reg)" for r in range(16, 32)}},
+}
+"""Meaning of every enum value, for docs/isa.md (VecOp: VEC_OP_DOC)."""
 
 FP32_REGS = frozenset({Reg.QADD_SA, Reg.QADD_SB, Reg.QADD_OFF})
 """Registers whose value is fp32 bits (the assembler reads and prints them as floats)."""
@@ -286,7 +317,9 @@ Only pop_next/push_next are legal (LD has no previous engine).""",
             "store", Opcode.STORE, Engine.ST, "2-D strided DMA box buffer -> DRAM",
             _DMA_SEM + """\
 Buffer row `sram + y*x_size + x` goes to DRAM vector `(y, x)` unchanged: `elem` must equal the
-buffer lane width; `uns`, `padsel` and all pads must be 0. Only pop_prev/push_prev are legal.""",
+buffer lane width; `uns`, `padsel` and all pads must be 0. Only pop_prev/push_prev are legal.
+`x_gap` interleaves: a nearest-neighbour 2x upsample is four STOREs of the same tile with
+`x_gap = 1`, `dram_pitch` = two output rows, and the DRAM address offset by the phase.""",
             _layout(OPC, *TOKENS, *_DMA),
         ),
         Format(

@@ -1,9 +1,75 @@
-"""`dse disasm model.axb`: a binary as assembler text with its debug map."""
+"""`dse disasm model.axb` and `dse asm prog.s`: binaries to assembler text and back.
+
+The text is the canonical form of compiler.isa.text, with the debug map (ONNX node, tile) as a
+comment on each instruction; `dse asm` of that text rebuilds the binary byte for byte.
+"""
 
 from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def disasm(
+    binary: Annotated[Path, typer.Argument(help="An .axb binary.")],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the text here, not stdout.")] = None,
+) -> None:
+    """Print a binary as assembler text, with the debug map as comments."""
+    from compiler.isa.binary import read_binary
+    from compiler.isa.text import disassemble
+
+    text = disassemble(read_binary(binary))
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        _write_text_atomic(output, text)
+        typer.echo(f"wrote {output}", err=True)
+
+
+def asm(
+    source: Annotated[Path, typer.Argument(help="Assembler text (the format `dse disasm` prints).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The .axb binary to write.")],
+    hw: Annotated[str | None, typer.Option("--hw", help="Config (YAML path or name) whose fingerprint to embed.")] = None,
+) -> None:
+    """Assemble text into an .axb binary."""
+    from compiler.isa.binary import write_binary
+    from compiler.isa.text import assemble
+    from costmodel.errors import UserError
+
+    try:
+        text = source.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{source}: cannot read as text ({exc})") from None
+    program = assemble(text, str(source))
+    if hw is not None:
+        from costmodel.arch import load_architecture
+
+        fingerprint = load_architecture(hw).fingerprint()
+        if program.fingerprint not in ("0" * 16, fingerprint):
+            raise UserError(f"{source}: .fingerprint {program.fingerprint} is not the fingerprint {fingerprint} "
+                            f"of {hw}; remove the directive or fix it")
+        program.fingerprint = fingerprint
+    write_binary(program, output)
+    typer.echo(f"wrote {output}: {len(program.instructions)} instructions, {len(program.constants)} constant bytes",
+               err=True)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the root app."""
+    app.command("disasm")(disasm)
+    app.command("asm")(asm)
