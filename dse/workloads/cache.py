@@ -2,7 +2,8 @@
 
 Key: model name + exporter + a hash of the source files that define the model (its module, the
 shared blocks and the catalogue), so editing a model invalidates its entry. A cache hit imports
-neither torch nor the model. Writes go to a temp file in the cache folder, then ``os.replace``.
+neither torch nor the model. ``export_onnx`` writes atomically (temp file in the same folder, then
+``os.replace``), so a killed export or two processes racing never leave a partial entry.
 """
 
 from __future__ import annotations
@@ -46,11 +47,5 @@ def load(name: str, *, dynamo: bool = True) -> Workload:
 
     path = cached_path(name, dynamo)
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.onnx")
-        try:
-            export(name, tmp, dynamo=dynamo)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        export(name, path, dynamo=dynamo)
     return import_onnx(path)
