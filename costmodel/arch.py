@@ -1,0 +1,291 @@
+"""Hardware configs: the hwconfigs YAML format (pydantic models) and the resolved Architecture.
+
+Two layers, on purpose: ``*Config`` models are exactly what a YAML file may say (their field
+descriptions are the format's spec, printed by ``dse schema hw``); :class:`Architecture` is the
+validated, resolved view the mapper and the cost model use, with every per-access energy, area and
+leakage filled in from the technology model (:mod:`costmodel.tech`) unless the file overrides it.
+Cross-field rules (DRAM outermost, capacities, fan-out vs MAC count, names in constraints) are
+checked after the field types, each error naming the file, line and field path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from costmodel.errors import UserError
+from costmodel.tech import Technology
+from costmodel.yamlio import LineMap, load_yaml, validation_error
+
+Role = Literal["I", "W", "O"]
+Datatype = Literal["int8", "int16", "fp16", "bf16", "fp32"]
+PosInt = Annotated[int, Field(gt=0)]
+PosFloat = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+REPO = Path(__file__).resolve().parent.parent
+HWCONFIGS = REPO / "hwconfigs"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FanoutConfig(_Strict):
+    """A 2-D mesh of child instances below a level."""
+
+    x: PosInt = Field(1, description="Children along X (columns).")
+    y: PosInt = Field(1, description="Children along Y (rows).")
+
+
+class LevelConfig(_Strict):
+    """One storage level. Listed outermost (DRAM) first; each instance feeds a fan-out mesh below it."""
+
+    name: str = Field(description="Unique level name, used by mappings and constraints.")
+    kind: Literal["dram", "sram", "regfile"] = Field(
+        description="dram (off-chip, must be the first level), sram (CACTI-fit costs) or regfile "
+        "(flip-flop costs, for small per-PE buffers).")
+    holds: list[Role] = Field(
+        description="Tensor roles this level MAY keep: I (input activations), W (weights), O (outputs "
+        "/ partial sums). A mapping may still bypass them. DRAM must hold all three.")
+    capacity: int | float | str | None = Field(
+        None, description="Per-instance capacity: a bare number is words; '64 KiB', '2 MB' are bytes "
+        "(KB = KiB = 1024 B). Required for sram/regfile; omit for an unbounded DRAM.")
+    word_bits: PosInt = Field(description="Bits per word stored at this level.")
+    block_words: PosInt = Field(1, description="Words per access (the port width is block_words x word_bits).")
+    ports: PosInt = Field(1, description="Number of read/write ports (sets SRAM/regfile energy and area).")
+    read_bw: PosFloat | None = Field(
+        None, description="Read bandwidth in words/cycle per instance; omit for unlimited.")
+    write_bw: PosFloat | None = Field(
+        None, description="Write bandwidth in words/cycle per instance; omit for unlimited.")
+    fanout: FanoutConfig = Field(
+        default_factory=FanoutConfig,
+        description="Mesh of children below each instance (next inner level, or MACs for the innermost).")
+    multicast: bool = Field(True, description="The network below can deliver one read to many children.")
+    spatial_reduction: bool = Field(
+        False, description="The network below can add partial sums from children before writing here.")
+    double_buffered: bool = Field(
+        True, description="Fills overlap compute (latency = max of compute and traffic, not their sum).")
+    read_pj: NonNeg | None = Field(None, description="Override: energy per word read (pJ).")
+    write_pj: NonNeg | None = Field(None, description="Override: energy per word written (pJ).")
+    hop_pj: NonNeg | None = Field(
+        None, description="Override: energy per word moved over the fan-out network below (pJ).")
+    leak_mw: NonNeg | None = Field(None, description="Override: leakage power per instance (mW).")
+    area_mm2: NonNeg | None = Field(None, description="Override: area per instance (mm^2).")
+
+
+class MacConfig(_Strict):
+    """The multiply-accumulate units (one per innermost fan-out child)."""
+
+    datatype: Datatype = Field(description="Operand type; int types accumulate in int32, fp types in fp32.")
+    count: PosInt | None = Field(
+        None, description="Number of MACs; if given it must equal the product of all fan-outs.")
+    energy_pj: NonNeg | None = Field(None, description="Override: energy per MAC (pJ).")
+    area_mm2: NonNeg | None = Field(None, description="Override: area per MAC (mm^2).")
+    leak_mw: NonNeg | None = Field(None, description="Override: leakage per MAC (mW).")
+
+
+class TechnologyConfig(_Strict):
+    """Process and memory technology; scales every cost not overridden."""
+
+    node_nm: Annotated[float, Field(ge=7, le=180)] = Field(
+        description="Process node in nm (7-180; 45/28/16/7 are the main nodes; others interpolate).")
+    vdd: PosFloat | None = Field(None, description="Supply voltage (V); default: the node's nominal.")
+    sram_cell: Literal["LSTP", "HP"] = Field(
+        "LSTP", description="SRAM cell flavour: LSTP (low leakage, for AR) or HP (1000x more leakage).")
+    dram: Literal["LPDDR4", "LPDDR5", "HBM2", "DDR4", "DDR3", "GDDR5"] = Field(
+        "LPDDR4", description="Off-chip DRAM type (energy per bit).")
+
+
+class SystolicConfig(_Strict):
+    """Declares the fan-out below one level a systolic array (adds fill/drain to latency)."""
+
+    dataflow: Literal["WS", "OS", "IS"] = Field(
+        description="Stationary operand: WS weights, OS outputs, IS inputs.")
+    level: str | None = Field(
+        None, description="Level whose fan-out is the array (rows = fanout.y, cols = fanout.x); "
+        "default: the level with the largest fan-out.")
+
+
+class VectorUnitConfig(_Strict):
+    """Element-wise unit for non-MAC layers (pooling, activation, softmax, ...)."""
+
+    lanes: PosInt = Field(description="Elements processed per cycle.")
+    datatype: Datatype = Field("int8", description="Element type.")
+    level: str | None = Field(
+        None, description="Level it reads/writes; default: the outermost on-chip level.")
+    op_pj: NonNeg | None = Field(
+        None, description="Override: energy per element op (pJ); default: one MAC of its datatype.")
+    area_mm2: NonNeg | None = Field(None, description="Override: total area (mm^2).")
+    leak_mw: NonNeg | None = Field(None, description="Override: total leakage (mW).")
+
+
+class Constraint(_Strict):
+    """Dataflow constraint on one level (Timeloop-style); the mapspace honours it, costs ignore it."""
+
+    level: str = Field(description="Level name.")
+    spatial_x: list[str] | None = Field(
+        None, description="Dims allowed on the X fan-out below the level (others get factor 1).")
+    spatial_y: list[str] | None = Field(None, description="Dims allowed on the Y fan-out.")
+    temporal: dict[str, PosInt] | None = Field(
+        None, description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}.")
+    order: list[str] | None = Field(None, description="Loop order at this level, outer to inner.")
+    bypass: list[Role] = Field(default_factory=list, description="Tensors that must bypass this level.")
+    keep: list[Role] = Field(default_factory=list, description="Tensors that must be kept at this level.")
+
+
+class HwConfig(_Strict):
+    """A hardware config file (hwconfigs/*.yaml)."""
+
+    name: str = Field(description="Config name.")
+    description: str | None = Field(None, description="Free text (sources belong in comments too).")
+    clock: str | PosFloat = Field(description="Clock: '1 GHz', '200 MHz', or Hz as a number.")
+    technology: TechnologyConfig = Field(description="Process node, supply, SRAM cells, DRAM type.")
+    mac: MacConfig = Field(description="MAC units.")
+    levels: list[LevelConfig] = Field(min_length=1, description="Storage levels, outermost (DRAM) first.")
+    systolic: SystolicConfig | None = Field(None, description="Optional: a systolic array.")
+    vector_unit: VectorUnitConfig | None = Field(None, description="Optional: a vector unit.")
+    compilable: dict[str, Any] | None = Field(
+        None, description="Optional: the compiler template block, validated by compiler/target.py.")
+    constraints: list[Constraint] = Field(default_factory=list, description="Dataflow constraints.")
+    fixed_overhead_mm2: NonNeg = Field(0.0, description="Area of control, I/O, etc. (mm^2).")
+
+
+class Level(BaseModel):
+    """A resolved storage level (see CONTRACTS.md); costs per word and per instance."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    kind: str
+    holds: tuple[str, ...]
+    capacity_words: int | None
+    word_bits: int
+    block_words: int
+    ports: int
+    read_bw: float | None
+    write_bw: float | None
+    fanout_x: int
+    fanout_y: int
+    multicast: bool
+    spatial_reduction: bool
+    double_buffered: bool
+    instances: int
+    read_pj: float
+    write_pj: float
+    hop_pj: float
+    leak_mw: float
+    area_mm2: float
+    network_area_mm2: float
+    """Area of the fan-out network below ALL instances of this level (estimate, tech.network_area_mm2)."""
+
+    @property
+    def fanout(self) -> int:
+        return self.fanout_x * self.fanout_y
+
+
+class MacSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    datatype: str
+    energy_pj: float
+    area_mm2: float
+    leak_mw: float
+
+
+class Systolic(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    dataflow: str
+    level: str
+    rows: int
+    cols: int
+
+
+class VectorUnit(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    lanes: int
+    datatype: str
+    level: str
+    op_pj: float
+    area_mm2: float
+    leak_mw: float
+
+
+class Architecture(BaseModel):
+    """A validated hardware config with every cost resolved. Levels: DRAM (index 0) to innermost."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    source: str
+    description: str | None = None
+    clock_hz: float
+    node_nm: float
+    vdd: float | None
+    sram_cell: str
+    dram_type: str
+    levels: tuple[Level, ...]
+    mac: MacSpec
+    systolic: Systolic | None
+    vector_unit: VectorUnit | None
+    compilable: dict[str, Any] | None
+    constraints: tuple[Constraint, ...]
+    fixed_overhead_mm2: float
+
+    @property
+    def num_pes(self) -> int:
+        """Number of MACs: the product of all fan-outs."""
+        return math.prod(lv.fanout for lv in self.levels)
+
+    @property
+    def technology(self) -> Technology:
+        return Technology(self.node_nm, self.vdd, self.sram_cell, self.dram_type)
+
+    def level_index(self, name: str) -> int:
+        for i, lv in enumerate(self.levels):
+            if lv.name == name:
+                return i
+        names = ", ".join(lv.name for lv in self.levels)
+        raise UserError(f"{self.source}: no level named '{name}' (levels: {names})")
+
+    def level(self, name: str) -> Level:
+        return self.levels[self.level_index(name)]
+
+    def fingerprint(self) -> str:
+        """16 hex chars of sha256 over the canonical resolved config (the file path excluded)."""
+        data = self.model_dump(mode="json", exclude={"source"})
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def resolve_path(path_or_name: str | Path) -> Path:
+    """A path, or a bare config name -> ``<repo>/hwconfigs/<name>.yaml``."""
+    p = Path(path_or_name)
+    if p.exists() or p.suffix in (".yaml", ".yml") or len(p.parts) > 1:
+        return p
+    return HWCONFIGS / f"{p}.yaml"
+
+
+def load_architecture(path_or_name: str | Path) -> Architecture:
+    """Load, validate and resolve a hwconfig; any mistake -> UserError with file:line: field."""
+    path = resolve_path(path_or_name)
+    if not path.exists():
+        shipped = sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
+        raise UserError(f"{path}: no such hardware config (shipped configs: {', '.join(shipped)})")
+    data, lines = load_yaml(path)
+    return architecture_from_dict(data, lines, source=str(path))
+
+
+def architecture_from_dict(data: Any, lines: LineMap | None = None, source: str = "<dict>") -> Architecture:
+    """Validate and resolve config data (e.g. a study's modified copy of a shipped config)."""
+    lines = lines or LineMap(source, {})
+    if not isinstance(data, dict):
+        raise lines.error((), f"expected a mapping of config fields, got {type(data).__name__}")
+    try:
+        cfg = HwConfig.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, lines, HwConfig) from None
+    from costmodel.arch_resolve import resolve
+
+    return resolve(cfg, lines, source)

@@ -1,0 +1,206 @@
+"""YAML loading that remembers the line of every field, and user-facing unit parsing.
+
+Config files are edited by hand, so every complaint must point at a line. ``load_yaml`` returns the
+plain data plus a :class:`LineMap` from field paths (``("levels", 2, "capacity")``) to 1-based line
+numbers; ``validation_error`` turns a pydantic ``ValidationError`` into one precise
+:class:`UserError` line: ``file:line: levels[2].capacity: expected ..., got ...``. Study files
+(and any other YAML format) reuse the same helpers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from costmodel.errors import UserError
+
+PathKey = tuple[str | int, ...]
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """``("levels", 2, "capacity")`` -> ``levels[2].capacity``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+@dataclass(frozen=True)
+class LineMap:
+    """Field path -> line (1-based) of a loaded YAML file; unknown paths fall back to a parent."""
+
+    file: str
+    lines: dict[PathKey, int]
+
+    def line(self, path: Sequence[str | int]) -> int | None:
+        key = tuple(path)
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key[:-1]
+        return self.lines.get((), None)
+
+    def where(self, path: Sequence[str | int]) -> str:
+        """``file:line: field.path`` for messages."""
+        line = self.line(path)
+        loc = f"{self.file}:{line}" if line is not None else self.file
+        return f"{loc}: {format_path(path)}"
+
+    def error(self, path: Sequence[str | int], message: str) -> UserError:
+        """A UserError located at ``path``."""
+        return UserError(f"{self.where(path)}: {message}")
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _to_python(node: yaml.Node, path: PathKey, lines: dict[PathKey, int]) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for knode, vnode in node.value:
+            key = _scalar(knode) if isinstance(knode, yaml.ScalarNode) else str(_scalar(knode))
+            child = (*path, key if isinstance(key, (str, int)) else str(key))
+            out[key] = _to_python(vnode, child, lines)
+            lines[child] = knode.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, (*path, i), lines) for i, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    """A scalar node as Python, with YAML 1.1's implicit types (int, float, bool, null)."""
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
+    """Parse a YAML file; return its data and the line of every field. Syntax errors -> UserError."""
+    p = Path(path)
+    shown = _display(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{shown}: cannot read file ({exc.strerror or exc})") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise UserError(f"{shown}{line}: YAML syntax error: {exc.problem or exc}") from None
+    lines: dict[PathKey, int] = {}
+    if node is None:
+        return None, LineMap(shown, {(): 1})
+    return _to_python(node, (), lines), LineMap(shown, lines)
+
+
+def _expected_keys(model: Any, loc: Sequence[str | int]) -> list[str]:
+    """Field names allowed where an unknown key was found, by walking the pydantic model."""
+    import typing
+
+    from pydantic import BaseModel
+
+    cls: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or part not in cls.model_fields:
+            return []
+        ann = cls.model_fields[part].annotation
+        found = None
+        stack = [ann]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                found = t
+                break
+            stack.extend(typing.get_args(t))
+        if found is None:
+            return []
+        cls = found
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        return sorted(f.alias or n for n, f in cls.model_fields.items())
+    return []
+
+
+def validation_error(exc: Any, lines: LineMap, model: Any = None) -> UserError:
+    """The first error of a pydantic ValidationError as one located, readable UserError."""
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    got = err.get("input")
+    kind = err["type"]
+    if kind == "missing":
+        msg = "required field is missing"
+    elif kind == "extra_forbidden":
+        allowed = _expected_keys(model, loc) if model is not None else []
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        listed = f" (expected one of: {', '.join(allowed)})" if allowed and not close else ""
+        msg = f"unknown field '{loc[-1]}'{hint}{listed}"
+    else:
+        text = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+        text = text[0].lower() + text[1:] if text else text
+        if not text.startswith("expected"):
+            text = f"expected {text.removeprefix('input should be ')}"
+        msg = text if ", got " in text else f"{text}, got {got!r}"
+    return lines.error(loc, msg)
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_BYTE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2,
+               "gb": 1024**3, "gib": 1024**3}
+_WORD_UNITS = {"": 1, "word": 1, "words": 1, "kwords": 1024, "mwords": 1024**2}
+_FREQ_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+
+
+def parse_size(value: Any, word_bits: int) -> int:
+    """A capacity in words: a bare number is words; ``'64 KiB'``/``'2 MB'`` are bytes (binary, JEDEC).
+
+    Raises ValueError with the expected form, so pydantic validators can use it.
+    """
+    expected = "expected a positive size like '64 KiB', '2 MB' or a word count"
+    if isinstance(value, bool):
+        raise ValueError(f"{expected}, got {value!r}")
+    if isinstance(value, (int, float)):
+        number, unit = float(value), ""
+    elif isinstance(value, str) and (m := _SIZE.match(value)):
+        number, unit = float(m.group(1)), m.group(2).lower()
+    else:
+        raise ValueError(f"{expected}, got {value!r}")
+    if number <= 0:
+        raise ValueError(f"{expected}, got {value!r}")
+    if unit in _WORD_UNITS:
+        words = number * _WORD_UNITS[unit]
+    elif unit in _BYTE_UNITS:
+        words = number * _BYTE_UNITS[unit] * 8 / word_bits
+    else:
+        raise ValueError(f"{expected} (units: B, KiB/KB, MiB/MB, GiB/GB, words), got {value!r}")
+    if abs(words - round(words)) > 1e-9 or round(words) < 1:
+        raise ValueError(f"{expected}; {value!r} is not a whole number of {word_bits}-bit words")
+    return int(round(words))
+
+
+def parse_frequency(value: Any) -> float:
+    """A clock in Hz: a bare number is Hz; ``'1 GHz'``, ``'200 MHz'`` carry units."""
+    expected = "expected a positive frequency like '1 GHz' or '200 MHz' (or Hz as a number)"
+    if isinstance(value, bool):
+        raise ValueError(f"{expected}, got {value!r}")
+    if isinstance(value, (int, float)):
+        hz = float(value)
+    elif isinstance(value, str) and (m := _SIZE.match(value)) and m.group(2).lower() in _FREQ_UNITS:
+        hz = float(m.group(1)) * _FREQ_UNITS[m.group(2).lower()]
+    else:
+        raise ValueError(f"{expected}, got {value!r}")
+    if hz <= 0:
+        raise ValueError(f"{expected}, got {value!r}")
+    return hz
