@@ -52,8 +52,9 @@ class LevelConfig(_Strict):
     holds: list[Role] = Field(
         description="Tensor roles this level MAY keep: I (input activations), W (weights), O (outputs "
         "/ partial sums). A mapping may still bypass them. DRAM must hold all three.")
-    capacity: int | float | str | None = Field(
-        None, description="Per-instance capacity: a bare number is words; '64 KiB', '2 MB' are bytes "
+    capacity: Any = Field(
+        None, json_schema_extra={"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
+        description="Per-instance capacity: a bare number is words; '64 KiB', '2 MB' are bytes "
         "(KB = KiB = 1024 B). Required for sram/regfile; omit for an unbounded DRAM.")
     word_bits: PosInt = Field(description="Bits per word stored at this level.")
     block_words: PosInt = Field(1, description="Words per access (the port width is block_words x word_bits).")
@@ -143,7 +144,7 @@ class HwConfig(_Strict):
 
     name: str = Field(description="Config name.")
     description: str | None = Field(None, description="Free text (sources belong in comments too).")
-    clock: str | PosFloat = Field(description="Clock: '1 GHz', '200 MHz', or Hz as a number.")
+    clock: Any = Field(json_schema_extra={"anyOf": [{"type": "number"}, {"type": "string"}]}, description="Clock: '1 GHz', '200 MHz', or Hz as a number.")
     technology: TechnologyConfig = Field(description="Process node, supply, SRAM cells, DRAM type.")
     mac: MacConfig = Field(description="MAC units.")
     levels: list[LevelConfig] = Field(min_length=1, description="Storage levels, outermost (DRAM) first.")
@@ -285,7 +286,7 @@ def architecture_from_dict(data: Any, lines: LineMap | None = None, source: str 
     try:
         cfg = HwConfig.model_validate(data)
     except ValidationError as exc:
-        raise validation_error(exc, lines, HwConfig) from None
+        raise validation_error(exc, lines, HwConfig, data) from None
     from costmodel.arch_resolve import resolve
 
     return resolve(cfg, lines, source)

@@ -30,6 +30,8 @@ from costmodel.tech import (
 from costmodel.yamlio import LineMap, parse_frequency, parse_size
 
 ROLES = ("I", "W", "O")
+RESERVED = ("mac", "network", "leakage", "vector_unit", "fixed_overhead", "total")
+"""Keys of the area and energy breakdowns, so no level may take these names."""
 
 
 def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
@@ -38,6 +40,9 @@ def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
     caps: list[int | None] = []
     for i, lv in enumerate(cfg.levels):
         at = ("levels", i)
+        if lv.name in RESERVED:
+            raise lines.error((*at, "name"), f"expected a level name other than {', '.join(RESERVED)} "
+                              f"(breakdown keys), got '{lv.name}'")
         if lv.name in seen:
             raise lines.error((*at, "name"), f"duplicate level name '{lv.name}' (also levels[{seen[lv.name]}])")
         seen[lv.name] = i

@@ -133,10 +133,34 @@ def _expected_keys(model: Any, loc: Sequence[str | int]) -> list[str]:
     return []
 
 
-def validation_error(exc: Any, lines: LineMap, model: Any = None) -> UserError:
+_PLAIN = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "an integer",
+          "float_parsing": "a number", "float_type": "a number", "bool_parsing": "true or false",
+          "bool_type": "true or false", "string_type": "a string", "list_type": "a list",
+          "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping"}
+_BOUND = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="), "less_than": ("lt", "<"),
+          "less_than_equal": ("le", "<=")}
+
+
+def _data_path(loc: Sequence[str | int], data: Any) -> PathKey:
+    """Drop pydantic's union-member tags (``'str'``, ``'float'``) from an error location."""
+    out: list[str | int] = []
+    cur = data
+    for i, part in enumerate(loc):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            cur = cur[part]
+        elif i < len(loc) - 1 or not isinstance(cur, dict):
+            continue  # a union tag, not a field
+        out.append(part)
+    return tuple(out)
+
+
+def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = None) -> UserError:
     """The first error of a pydantic ValidationError as one located, readable UserError."""
     err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    loc = tuple(err["loc"])
+    loc = _data_path(loc, data) if data is not None and err["type"] != "missing" else loc
     got = err.get("input")
     kind = err["type"]
     if kind == "missing":
@@ -147,6 +171,13 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None) -> UserError:
         hint = f"; did you mean '{close[0]}'?" if close else ""
         listed = f" (expected one of: {', '.join(allowed)})" if allowed and not close else ""
         msg = f"unknown field '{loc[-1]}'{hint}{listed}"
+    elif kind in _PLAIN:
+        msg = f"expected {_PLAIN[kind]}, got {got!r}"
+    elif kind in _BOUND:
+        key, op = _BOUND[kind]
+        bound = err.get("ctx", {}).get(key)
+        msg = f"expected a number {op} {bound:g}, got {got!r}" if isinstance(bound, (int, float)) else (
+            f"expected a number {op} {bound}, got {got!r}")
     else:
         text = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
         text = text[0].lower() + text[1:] if text else text
