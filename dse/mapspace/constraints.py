@@ -1,0 +1,195 @@
+"""Dataflow constraints on the mapspace, Timeloop-style, from the hwconfig and from a user's YAML file.
+
+Both use the same form, a list of per-level entries::
+
+    constraints:
+      - level: PE_RF            # a level name of the config
+        spatial_x: [K]          # dims that may be unrolled on the X fan-out below this level
+        spatial_y: {C: 4}       # ... a mapping fixes the spatial factor (here C=4 on Y)
+        temporal: {R: 3, S: 3}  # fixed temporal factors at this level
+        order: [C, R, S]        # these dims are the level's innermost loops, in this order (outer to inner)
+        bypass: [W]             # tensors this level must not keep
+        keep: [I, O]            # tensors this level must keep
+
+A config is written for every layer type, so a known dimension the layer lacks (``P`` for a matmul) is
+ignored; an unknown name, an unknown level or tensor, or two rules that cannot both hold is a UserError
+that names the file and the entry. User entries replace the config's fields for the same level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from costmodel.errors import UserError
+
+KNOWN_DIMS = frozenset(["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"])
+"""Every dimension name the Problem constructors use (conv, transposed conv, matmul)."""
+
+FIELDS = ("spatial_x", "spatial_y", "temporal", "order", "bypass", "keep")
+
+
+@dataclass(frozen=True)
+class LevelConstraint:
+    """The rules for one level, already checked against the names the config and the layer know."""
+
+    spatial_x: dict[str, int | None] | None = None  # None: every dim allowed; value None: factor free
+    spatial_y: dict[str, int | None] | None = None
+    temporal: dict[str, int] = field(default_factory=dict)
+    order: tuple[str, ...] = ()
+    bypass: frozenset[str] = frozenset()
+    keep: frozenset[str] = frozenset()
+
+
+def _as_dict(entry: Any) -> dict[str, Any]:
+    if hasattr(entry, "model_dump"):
+        return {k: v for k, v in entry.model_dump().items() if v is not None}
+    if isinstance(entry, dict):
+        return dict(entry)
+    raise UserError(f"expected a mapping with 'level', got {type(entry).__name__}")
+
+
+def _dims(value: Any, where: str) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(d, str) for d in value):
+        raise UserError(f"{where}: expected a list of dimension names, got {value!r}")
+    bad = [d for d in value if d not in KNOWN_DIMS]
+    if bad:
+        raise UserError(f"{where}: unknown dimension(s) {bad}; known: {sorted(KNOWN_DIMS)}")
+    return list(value)
+
+
+def _spatial(value: Any, where: str) -> dict[str, int | None]:
+    if isinstance(value, dict):
+        out: dict[str, int | None] = {}
+        for d, f in value.items():
+            _dims([d], where)
+            if f is not None and (not isinstance(f, int) or f < 1):
+                raise UserError(f"{where}.{d}: expected a positive integer factor, got {f!r}")
+            out[d] = f
+        return out
+    return {d: None for d in _dims(value, where)}
+
+
+def _tensors(value: Any, where: str) -> frozenset[str]:
+    if not isinstance(value, (list, tuple)) or not all(t in ("I", "W", "O") for t in value):
+        raise UserError(f"{where}: expected a list of tensor roles among I, W, O, got {value!r}")
+    return frozenset(value)
+
+
+def parse_entries(entries: Any, level_names: tuple[str, ...], where: str) -> dict[str, dict[str, Any]]:
+    """Raw entries (from a config or a YAML file) as ``{level: {field: value}}``, names checked."""
+    if entries is None:
+        return {}
+    if isinstance(entries, dict) and "constraints" in entries:
+        entries = entries["constraints"]
+    if not isinstance(entries, (list, tuple)):
+        raise UserError(f"{where}: 'constraints' must be a list of per-level entries")
+    out: dict[str, dict[str, Any]] = {}
+    for i, raw in enumerate(entries):
+        here = f"{where}: constraints[{i}]"
+        try:
+            entry = _as_dict(raw)
+        except UserError as exc:
+            raise UserError(f"{here}: {exc}") from None
+        level = entry.pop("level", None)
+        if level not in level_names:
+            raise UserError(f"{here}.level: expected one of {list(level_names)}, got {level!r}")
+        unknown = set(entry) - set(FIELDS)
+        if unknown:
+            raise UserError(f"{here}: unknown field(s) {sorted(unknown)}; allowed: {list(FIELDS)}")
+        fields = out.setdefault(level, {})
+        for name, value in entry.items():
+            w = f"{here}.{name}"
+            if name in ("spatial_x", "spatial_y"):
+                fields[name] = _spatial(value, w)
+            elif name == "temporal":
+                if not isinstance(value, dict):
+                    raise UserError(f"{w}: expected a mapping DIM: factor, got {value!r}")
+                _dims(list(value), w)
+                for d, f in value.items():
+                    if not isinstance(f, int) or f < 1:
+                        raise UserError(f"{w}.{d}: expected a positive integer factor, got {f!r}")
+                fields[name] = dict(value)
+            elif name == "order":
+                dims = _dims(value, w)
+                if len(set(dims)) != len(dims):
+                    raise UserError(f"{w}: a dimension is repeated in {dims}")
+                fields[name] = tuple(dims)
+            else:
+                fields[name] = _tensors(value, w)
+    return out
+
+
+def load_constraints_file(path: str | Path) -> list[dict[str, Any]]:
+    """A user's constraints YAML: a list of entries, or a mapping with a ``constraints`` list."""
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise UserError(f"{p}: cannot read constraints file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"{p}: not valid YAML ({exc})") from None
+    if isinstance(data, dict):
+        data = data.get("constraints")
+    if not isinstance(data, list):
+        raise UserError(f"{p}: expected a list of per-level constraint entries (or 'constraints: [...]')")
+    return data
+
+
+def resolve(
+    arch_entries: Any,
+    user_entries: Any,
+    level_names: tuple[str, ...],
+    holds: tuple[tuple[str, ...], ...],
+    dim_sizes: dict[str, int],
+    arch_where: str = "hwconfig",
+    user_where: str = "constraints",
+) -> tuple[LevelConstraint, ...]:
+    """One :class:`LevelConstraint` per level, for one layer: merged, filtered to its dims, checked."""
+    merged = parse_entries(arch_entries, level_names, arch_where)
+    for level, fields in parse_entries(user_entries, level_names, user_where).items():
+        merged.setdefault(level, {}).update(fields)
+    out = []
+    for li, name in enumerate(level_names):
+        f = merged.get(name, {})
+        here = f"constraints for level {name}"
+        keep, bypass = f.get("keep", frozenset()), f.get("bypass", frozenset())
+        if keep & bypass:
+            raise UserError(f"{here}: tensor(s) {sorted(keep & bypass)} are both kept and bypassed")
+        not_held = keep - set(holds[li])
+        if not_held:
+            raise UserError(f"{here}: keep {sorted(not_held)}, but the level holds only {list(holds[li])}")
+        if li == 0 and bypass:
+            raise UserError(f"{here}: the outermost level keeps every tensor; it cannot bypass {sorted(bypass)}")
+
+        def present(spec: dict | None) -> dict | None:
+            return None if spec is None else {d: v for d, v in spec.items() if d in dim_sizes}
+
+        temporal = {d: v for d, v in f.get("temporal", {}).items() if d in dim_sizes}
+        order = tuple(d for d in f.get("order", ()) if d in dim_sizes)
+        out.append(LevelConstraint(present(f.get("spatial_x")), present(f.get("spatial_y")), temporal, order,
+                                   bypass, keep))
+    _check_factors(out, level_names, dim_sizes)
+    return tuple(out)
+
+
+def _check_factors(cons: list[LevelConstraint], names: tuple[str, ...], sizes: dict[str, int]) -> None:
+    """Fixed factors of a dimension must multiply to a divisor of its size."""
+    for d, n in sizes.items():
+        fixed = []
+        for name, c in zip(names, cons):
+            if d in c.temporal:
+                fixed.append((f"{name}.temporal", c.temporal[d]))
+            for axis, spec in (("spatial_x", c.spatial_x), ("spatial_y", c.spatial_y)):
+                if spec and spec.get(d):
+                    fixed.append((f"{name}.{axis}", spec[d]))
+        prod = 1
+        for _, f in fixed:
+            prod *= f
+        if fixed and n % prod:
+            what = ", ".join(f"{w}={f}" for w, f in fixed)
+            raise UserError(f"contradictory constraints: dimension {d} has size {n}, but the fixed factors "
+                            f"({what}) multiply to {prod}, which does not divide it")

@@ -1,0 +1,294 @@
+"""The mapspace of one layer on one config: tilings x loop-order classes x keep/bypass choices.
+
+A *tiling* gives every dimension an ordered factorization over its free slots (each level's temporal
+loop, and the X / Y fan-out below a level when the constraints allow the dimension there); fixed
+factors from the constraints fill their slots. Tilings are indexed by one table row per dimension
+(``rows [C, D]``), so search code works on small integer arrays and decodes factors in bulk. Loop
+orders are the classes of :mod:`dse.mapspace.orders`; keep options are every choice for the levels
+whose ``holds`` allow a tensor, less the constraints. Capacity is checked exactly as
+``Mapping.validate`` does (the tile sizes of :func:`costmodel.tiles.tile_words`; half the capacity
+when double-buffered).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from costmodel.errors import UserError
+from costmodel.mapping import MappingBatch
+from costmodel.problem import Problem
+from costmodel.tiles import tile_words
+from dse.mapspace import constraints as cons
+from dse.mapspace.factorizations import count_ordered_factorizations, ordered_factorizations
+from dse.mapspace.orders import dim_roles, ranks_for
+
+if TYPE_CHECKING:
+    from costmodel.arch import Architecture
+
+KINDS = ("T", "X", "Y")
+
+
+@dataclass(frozen=True)
+class DimTable:
+    """Factorizations of one dimension: ``slots`` are (level, kind) of the table's columns."""
+
+    name: str
+    size: int
+    slots: tuple[tuple[int, int], ...]
+    fixed: tuple[tuple[int, int, int], ...]  # (level, kind, factor)
+    table: np.ndarray  # [rows, slots] sorted by spatial part first
+    group_start: np.ndarray  # rows with equal spatial factors are contiguous: [groups + 1]
+    group_spatial: np.ndarray  # [groups, fan-outs]: this dim's factor on each fan-out
+
+
+@dataclass(frozen=True)
+class MapspaceSize:
+    """How big the space is, known before any search."""
+
+    tilings: int  # product over dims of ordered factorizations (closed form)
+    spatial_tilings: int  # of those, the ones whose spatial factors fit every fan-out (exact)
+    orders_raw: int  # (number of dims)! per level, to the number of levels
+    keep_options: int
+    total_raw: int  # tilings x orders_raw x keep_options: the unreduced space
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class Mapspace:
+    """Every mapping of ``problem`` on ``arch`` the constraints allow, enumerable in numpy chunks."""
+
+    def __init__(self, problem: Problem, arch: Architecture, constraints: Any = None,
+                 constraints_where: str = "constraints") -> None:
+        if isinstance(constraints, (str, Path)):
+            constraints_where = str(constraints)
+            constraints = cons.load_constraints_file(constraints)
+        self.problem, self.arch = problem, arch
+        self.dims = problem.dim_names
+        self.tensors = tuple(t.name for t in problem.tensors)
+        self.n_levels = len(arch.levels)
+        names = tuple(lv.name for lv in arch.levels)
+        holds = tuple(tuple(lv.holds) for lv in arch.levels)
+        self.constraints = cons.resolve(arch.constraints, constraints, names, holds, problem.sizes,
+                                        arch_where=arch.source, user_where=constraints_where)
+        self.roles = dim_roles(problem)
+        self.fanouts = [(li, k, cap) for li, lv in enumerate(arch.levels)
+                        for k, cap in ((1, lv.fanout_x), (2, lv.fanout_y)) if cap > 1]
+        self.tables = [self._dim_table(di) for di in range(len(self.dims))]
+        self.inner_orders = tuple(tuple(self.dims.index(d) for d in c.order) for c in self.constraints)
+        self.keep_options = self._keep_options()
+        self.usable = np.array([np.iinfo(np.int64).max if lv.capacity_words is None else
+                                (lv.capacity_words // 2 if lv.double_buffered else lv.capacity_words)
+                                for lv in arch.levels], dtype=np.int64)
+        self._spatial_combos = self._spatial_groups()
+        counts = np.ones(len(self._spatial_combos), dtype=np.int64)
+        for di, t in enumerate(self.tables):
+            counts *= np.diff(t.group_start)[self._spatial_combos[:, di]]
+        self._combo_counts = counts
+        self._combo_cum = np.concatenate([[0], np.cumsum(counts)])
+
+    # ---- construction ----------------------------------------------------------------------------
+    def _dim_table(self, di: int) -> DimTable:
+        d, n = self.dims[di], self.problem.sizes[self.dims[di]]
+        slots, fixed, rest = [], [], n
+        for li, (lv, c) in enumerate(zip(self.arch.levels, self.constraints)):
+            if d in c.temporal:
+                fixed.append((li, 0, c.temporal[d]))
+                rest //= c.temporal[d]
+            else:
+                slots.append((li, 0))
+            for k, cap, spec in ((1, lv.fanout_x, c.spatial_x), (2, lv.fanout_y, c.spatial_y)):
+                if cap <= 1 or (spec is not None and d not in spec):
+                    continue
+                f = None if spec is None else spec[d]
+                if f is not None:
+                    if f > cap:
+                        raise UserError(f"contradictory constraints: level {lv.name} fixes spatial "
+                                        f"{KINDS[k]} factor {d}={f}, but the fan-out is {cap}")
+                    fixed.append((li, k, f))
+                    rest //= f
+                else:
+                    slots.append((li, k))
+        if not slots and rest != 1:
+            raise UserError(f"contradictory constraints: dimension {d} (size {n}) has no free loop left "
+                            f"for its remaining factor {rest}")
+        caps = tuple(None if k == 0 else (self.arch.levels[li].fanout_x if k == 1 else
+                                          self.arch.levels[li].fanout_y) for li, k in slots)
+        table = ordered_factorizations(rest, len(slots), caps)
+        fan_index = {(li, k): i for i, (li, k, _) in enumerate(self.fanouts)}
+        sp = np.ones((len(table), len(self.fanouts)), dtype=np.int64)
+        for col, (li, k) in enumerate(slots):
+            if k:
+                sp[:, fan_index[(li, k)]] = table[:, col]
+        for li, k, f in fixed:
+            if k:
+                sp[:, fan_index[(li, k)]] *= f
+        order = np.lexsort(tuple(sp[:, j] for j in reversed(range(sp.shape[1])))) if sp.shape[1] else \
+            np.arange(len(table))
+        table, sp = table[order], sp[order]
+        change = np.ones(len(table), bool)
+        if len(table) > 1:
+            change[1:] = (sp[1:] != sp[:-1]).any(axis=1)
+        starts = np.nonzero(change)[0]
+        return DimTable(d, n, tuple(slots), tuple(fixed), table,
+                        np.concatenate([starts, [len(table)]]).astype(np.int64), sp[starts])
+
+    def _keep_options(self) -> np.ndarray:
+        per_level = []
+        for li, lv in enumerate(self.arch.levels):
+            c = self.constraints[li]
+            choices = []
+            for t in self.tensors:
+                if li == 0:
+                    choices.append((True,))
+                elif t not in lv.holds or t in c.bypass:
+                    choices.append((False,))
+                elif t in c.keep:
+                    choices.append((True,))
+                else:
+                    choices.append((True, False))
+            per_level.append(choices)
+        flat = [ch for lvl in per_level for ch in lvl]
+        opts = np.array(list(itertools.product(*flat)), dtype=bool)
+        return opts.reshape(len(opts), self.n_levels, len(self.tensors))
+
+    def _spatial_groups(self) -> np.ndarray:
+        """Every combination of per-dim spatial groups that fits all fan-outs: [M, D] group ids."""
+        caps = np.array([cap for _, _, cap in self.fanouts], dtype=np.int64)
+        combos = np.zeros((1, 0), dtype=np.int64)
+        prod = np.ones((1, len(caps)), dtype=np.int64)
+        for t in self.tables:
+            g = len(t.group_spatial)
+            new_prod = (prod[:, None, :] * t.group_spatial[None, :, :]).reshape(-1, len(caps))
+            ok = (new_prod <= caps).all(axis=1)
+            idx = np.nonzero(ok)[0]
+            combos = np.concatenate([combos[idx // g], (idx % g)[:, None]], axis=1)
+            prod = new_prod[idx]
+        return combos
+
+    # ---- size ------------------------------------------------------------------------------------
+    def size(self) -> MapspaceSize:
+        tilings = 1
+        for t in self.tables:
+            rest = t.size // math.prod(f for _, _, f in t.fixed)
+            tilings *= count_ordered_factorizations(rest, len(t.slots))
+        orders_raw = math.factorial(len(self.dims)) ** self.n_levels
+        keeps = len(self.keep_options)
+        return MapspaceSize(tilings, int(self._combo_cum[-1]), orders_raw, keeps, tilings * orders_raw * keeps)
+
+    @property
+    def num_tilings(self) -> int:
+        """Tilings that fit the fan-outs (the ones enumerated)."""
+        return int(self._combo_cum[-1])
+
+    # ---- tilings ---------------------------------------------------------------------------------
+    def tiling_rows(self, start: int, stop: int) -> np.ndarray:
+        """Table rows [C, D] of fan-out-valid tilings ``start..stop`` (a fixed, stable numbering)."""
+        pos = np.arange(start, stop, dtype=np.int64)
+        combo = np.searchsorted(self._combo_cum, pos, side="right") - 1
+        local = pos - self._combo_cum[combo]
+        rows = np.empty((len(pos), len(self.tables)), dtype=np.int64)
+        for di in reversed(range(len(self.tables))):
+            t = self.tables[di]
+            g = self._spatial_combos[combo, di]
+            radix = t.group_start[g + 1] - t.group_start[g]
+            local, digit = np.divmod(local, radix)
+            rows[:, di] = t.group_start[g] + digit
+        return rows
+
+    def iter_tilings(self, chunk: int = 65536) -> Iterator[np.ndarray]:
+        for s in range(0, self.num_tilings, chunk):
+            yield self.tiling_rows(s, min(s + chunk, self.num_tilings))
+
+    def decode(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Factors ``temporal, spatial_x, spatial_y`` [C, L, D] of tilings given as table rows."""
+        c = len(rows)
+        out = np.ones((3, c, self.n_levels, len(self.dims)), dtype=np.int64)
+        for di, t in enumerate(self.tables):
+            vals = t.table[rows[:, di]]
+            for col, (li, k) in enumerate(t.slots):
+                out[k, :, li, di] = vals[:, col]
+            for li, k, f in t.fixed:
+                out[k, :, li, di] = f
+        return out[0], out[1], out[2]
+
+    def spatial_ok(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(sx), bool)
+        for li, lv in enumerate(self.arch.levels):
+            ok &= (sx[:, li].prod(axis=1) <= lv.fanout_x) & (sy[:, li].prod(axis=1) <= lv.fanout_y)
+        return ok
+
+    def capacity_ok(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
+        """[C, K]: tiling c with keep option k fits every level (``Mapping.validate``'s rule)."""
+        ones = np.zeros(temporal.shape, dtype=np.int64)
+        words = tile_words(self.problem, _Factors(temporal, sx, sy, ones))  # [C, L, T]
+        need = np.einsum("clt,klt->ckl", words, self.keep_options.astype(np.int64))
+        return (need <= self.usable).all(axis=2)
+
+    # ---- orders and full candidates --------------------------------------------------------------
+    def order_ranks(self, li: int, active_mask: int) -> np.ndarray:
+        """[classes, D] ranks of the order classes of level ``li`` for a set of active dims."""
+        return ranks_for(active_mask, len(self.dims), self.roles, self.inner_orders[li])
+
+    def active_masks(self, temporal: np.ndarray) -> np.ndarray:
+        """[C, L] bitmask of dims with a temporal factor above 1."""
+        bits = (1 << np.arange(len(self.dims), dtype=np.int64))
+        return ((temporal > 1) * bits).sum(axis=2)
+
+    def expand(self, rows: np.ndarray, keep_ok: np.ndarray | None = None,
+               max_batch: int = 32768) -> Iterator[tuple[MappingBatch, np.ndarray, np.ndarray]]:
+        """Every (order class, keep option) of the tilings ``rows``, as MappingBatches.
+
+        Yields ``(batch, tiling_index, keep_index)``; ``keep_ok`` [C, K] restricts the keep options
+        (default: those that fit). Tilings with no fitting keep option yield nothing.
+        """
+        temporal, sx, sy = self.decode(rows)
+        if keep_ok is None:
+            keep_ok = self.capacity_ok(temporal, sx, sy)
+        masks = self.active_masks(temporal)
+        uniq, inv = np.unique(masks, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        for g, mrow in enumerate(uniq):
+            tiles, keeps = np.nonzero(keep_ok & (inv == g)[:, None])
+            if tiles.size == 0:
+                continue
+            per_level = [self.order_ranks(li, int(m)) for li, m in enumerate(mrow)]
+            grid = np.stack(np.meshgrid(*[np.arange(len(r)) for r in per_level], indexing="ij"), -1)
+            grid = grid.reshape(-1, self.n_levels)
+            ranks = np.stack([per_level[li][grid[:, li]] for li in range(self.n_levels)], axis=1)
+            n_o = len(ranks)
+            pairs_per = max(1, max_batch // n_o)
+            for s in range(0, len(tiles), pairs_per):
+                ti, ki = tiles[s:s + pairs_per], keeps[s:s + pairs_per]
+                for o0 in range(0, n_o, max_batch):
+                    o = np.arange(o0, min(n_o, o0 + max_batch))
+                    t_idx = np.repeat(ti, len(o))
+                    k_idx = np.repeat(ki, len(o))
+                    o_idx = np.tile(o, len(ti))
+                    yield (MappingBatch(temporal[t_idx], sx[t_idx], sy[t_idx], ranks[o_idx],
+                                        self.keep_options[k_idx]), t_idx, k_idx)
+
+    def batch(self, rows: np.ndarray, ranks: np.ndarray, keep_idx: np.ndarray) -> MappingBatch:
+        """A MappingBatch from tiling rows [B, D], ranks [B, L, D] and keep option indices [B]."""
+        temporal, sx, sy = self.decode(rows)
+        return MappingBatch(temporal, sx, sy, ranks, self.keep_options[keep_idx])
+
+
+@dataclass
+class _Factors:
+    """The factor arrays tile_words needs (a MappingBatch without orders or keeps)."""
+
+    temporal: np.ndarray
+    spatial_x: np.ndarray
+    spatial_y: np.ndarray
+    order: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.temporal)
