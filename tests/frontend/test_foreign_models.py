@@ -1,0 +1,83 @@
+"""ONNX files not made by this project: the model-zoo 'light' models the onnx wheel ships (opset 9,
+IR 3, weights made by ConstantOfShape from stored shapes, Caffe2 names).
+
+The independent count runs the model in onnxruntime with every Conv/Gemm input and output exposed,
+and computes MACs from the tensors onnxruntime actually produced (weights included: they are ConstantOfShape outputs):
+none of the importer's shape inference or conv arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper
+
+from compiler.frontend import import_onnx
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+MODELS = ["light_resnet50", "light_squeezenet", "light_shufflenet", "light_inception_v1"]
+
+
+def _independent_count(path: Path) -> tuple[int, int]:
+    model = onnx.load(str(path))
+    g = model.graph
+    initializers = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    made_by = {n.output[0]: n for n in g.node}
+    compute = [n for n in g.node if n.op_type in ("Conv", "Gemm")]
+    wanted = {t for n in compute for t in (*n.input, n.output[0]) if t and t not in initializers}
+    known = {o.name for o in g.output}
+    g.output.extend(helper.make_empty_tensor_value_info(t) for t in sorted(wanted - known))
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    sess = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    real_inputs = [i for i in sess.get_inputs() if i.name not in made_by]
+    feeds = {i.name: np.zeros([d if isinstance(d, int) else 1 for d in i.shape], np.float32) for i in real_inputs}
+    names = [o.name for o in sess.get_outputs()]
+    values = dict(zip(names, sess.run(names, feeds)))
+    values.update(initializers)
+
+    def weight_shape(name: str) -> tuple[int, ...]:
+        return values[name].shape
+
+    bn_after = {n.input[0] for n in g.node if n.op_type == "BatchNormalization"}
+    macs = params = 0
+    for n in compute:
+        w = weight_shape(n.input[1])
+        out = values[n.output[0]]
+        if n.op_type == "Conv":
+            macs += out.size * math.prod(w[1:])  # each output: C/group x kernel taps
+        else:
+            macs += out.size * values[n.input[0]].shape[1]  # each output: a K-long dot product
+        bias = math.prod(weight_shape(n.input[2])) if len(n.input) > 2 and n.input[2] else 0
+        params += math.prod(w) + (bias or (w[0] if n.output[0] in bn_after else 0))
+    return macs, params
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_light_model_matches_onnxruntime_count(name):
+    path = LIGHT / f"{name}.onnx"
+    wl = import_onnx(path)
+    macs, params = _independent_count(path)
+    assert wl.total_macs == macs
+    assert sum(x.params for x in wl.mac_layers()) == params
+    model = onnx.load(str(path))
+    n_compute = sum(n.op_type in ("Conv", "Gemm") for n in model.graph.node)
+    assert len(wl.mac_layers()) == n_compute
+    assert not any(x.op_type == "BatchNormalization" for x in wl.layers())  # all folded into convs
+
+
+def test_resnet50_matches_the_published_architecture():
+    # ResNet-50 (He et al. 2016, Table 1): 53 convs + 1 fc; the fc is 2048 -> 1000.
+    wl = import_onnx(LIGHT / "light_resnet50.onnx")
+    convs = [x for x in wl.mac_layers() if x.op_type == "Conv"]
+    assert len(convs) == 53
+    fc = next(x for x in wl.mac_layers() if x.op_type == "Gemm")
+    assert (fc.macs, fc.weights, fc.bias) == (2048 * 1000, 2048 * 1000, 1000)
+    first = convs[0].problem.sizes  # conv1: 7x7/2, 64 filters, 224 -> 112
+    assert (first["K"], first["C"], first["R"], first["P"]) == (64, 3, 7, 112)
+    assert sum(x.post_ops == ["Relu"] for x in wl.layers()) == 49  # every Relu fused (into convs or Sums)

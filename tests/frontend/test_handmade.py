@@ -1,0 +1,205 @@
+"""Hand-built ONNX graphs: conv attributes, BN folding, bias folding, activation fusion, vector ops.
+
+Every expected number is worked out by hand in the comments; the conv property test checks the
+importer's shape arithmetic against onnxruntime's actual output shapes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import helper
+
+from compiler.frontend import import_onnx
+from tests.frontend.onnx_builders import FLOAT, const, save, weight
+
+
+def test_conv_bn_relu_folds_into_one_layer(tmp_path):
+    # Conv 3->4, 3x3, pad 1 on 5x5, no bias; BN; Relu.  MACs = K4 * C3 * 3*3 * P5*Q5 = 2700.
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"], name="bn"),
+        helper.make_node("Relu", ["bn"], ["y"], name="relu"),
+    ]
+    inits = [weight("w", 4, 3, 3, 3), *(weight(n, 4, seed=i) for i, n in enumerate("sbm")),
+             const("v", np.ones(4, np.float32))]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 3, 5, 5])], [("y", FLOAT, [1, 4, 5, 5])], inits)
+    wl = import_onnx(p)
+    (layer,) = wl.layers()
+    assert layer.kind == "mac" and layer.macs == 2700
+    assert layer.post_ops == ["Relu"]
+    # folded BN: weights 4*3*3*3 = 108, bias one per output channel = 4
+    assert (layer.weights, layer.bias, layer.params) == (108, 4, 112)
+    assert set(layer.onnx_nodes) == {"conv", "bn", "relu"}
+    assert layer.attrs["folded"] == ["BatchNormalization"]
+    assert layer.outputs == ("y",)
+    assert layer.vector_ops == 4 * 5 * 5  # the fused Relu: one op per output element
+
+
+def test_no_fusion_when_the_tensor_has_two_consumers(tmp_path):
+    # conv output feeds Relu and Add: Relu must stay a separate vector layer
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("Add", ["c", "r"], ["y"], name="add"),
+    ]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 2, 4, 4])], [("y", FLOAT, [1, 2, 4, 4])],
+             [weight("w", 2, 2, 1, 1)])
+    kinds = {x.name: (x.kind, x.post_ops) for x in import_onnx(p).layers()}
+    assert kinds == {"conv": ("mac", []), "relu": ("vector", []), "add": ("vector", [])}
+
+
+def test_graph_output_is_not_fused_away(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Sigmoid", ["c"], ["y"], name="sig")]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 2, 4, 4])],
+             [("y", FLOAT, [1, 2, 4, 4]), ("c", FLOAT, [1, 2, 4, 4])], [weight("w", 2, 2, 1, 1)])
+    assert [x.name for x in import_onnx(p).layers()] == ["conv", "sig"]
+
+
+def test_matmul_bias_add_and_clip_relu6(tmp_path):
+    # x[1,5,8] @ W[8,3] + b[3] then Clip(0, 6): an fc with rows 1*5; MACs = 5*8*3 = 120
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+        helper.make_node("Add", ["m", "b"], ["a"], name="bias"),
+        helper.make_node("Clip", ["a", "lo", "hi"], ["y"], name="clip"),
+    ]
+    inits = [weight("w", 8, 3), weight("b", 3), const("lo", np.float32(0)), const("hi", np.float32(6))]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 5, 8])], [("y", FLOAT, [1, 5, 3])], inits)
+    (layer,) = import_onnx(p).layers()
+    assert layer.problem.kind == "fc" and layer.problem.sizes == {"B": 1, "M": 5, "N": 3, "K": 8}
+    assert (layer.macs, layer.weights, layer.bias) == (120, 24, 3)
+    assert layer.post_ops == ["Relu6"] and layer.attrs["clip"] == [0.0, 6.0]
+
+
+def test_leaky_relu_post_op_keeps_alpha(tmp_path):
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="fc", transB=1),
+             helper.make_node("LeakyRelu", ["g"], ["y"], name="act", alpha=0.2)]
+    # Gemm with transB: W is [N=4, K=6]; MACs = M2 * K6 * N4 = 48
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [2, 6])], [("y", FLOAT, [2, 4])],
+             [weight("w", 4, 6), weight("b", 4)])
+    (layer,) = import_onnx(p).layers()
+    assert (layer.macs, layer.params, layer.post_ops) == (48, 28, ["LeakyRelu"])
+    assert layer.attrs["leaky_relu_alpha"] == pytest.approx(0.2)
+
+
+def test_vector_op_counts(tmp_path):
+    # MaxPool 2x2 s2 on 1x3x4x4 -> 1x3x2x2: 12 outputs x 4 taps = 48
+    # Add of two 1x3x2x2 -> 12;  Softmax over 12 elements x 5 = 60;  GlobalAveragePool: 12 inputs
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Add", ["p", "p"], ["a"], name="add"),
+        helper.make_node("Softmax", ["a"], ["s"], name="softmax", axis=1),
+        helper.make_node("GlobalAveragePool", ["s"], ["y"], name="gap"),
+    ]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 3, 4, 4])], [("y", FLOAT, [1, 3, 1, 1])])
+    ops = {x.name: x.vector_ops for x in import_onnx(p).layers()}
+    assert ops == {"pool": 48, "add": 12, "softmax": 60, "gap": 12}
+
+
+def test_layer_norm_and_constant_operand_params(tmp_path):
+    # LayerNorm over 8 features: weights 8 (scale) + bias 8; a learned [1,4,8] table added counts
+    # as 32 weights; the scalar divisor is an immediate, not a parameter.
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], name="ln", axis=-1),
+        helper.make_node("Add", ["n", "pos"], ["a"], name="addpos"),
+        helper.make_node("Div", ["a", "d"], ["y"], name="div"),
+    ]
+    inits = [weight("g", 8), weight("b", 8), weight("pos", 1, 4, 8), const("d", np.float32(2))]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 4, 8])], [("y", FLOAT, [1, 4, 8])], inits)
+    params = {x.name: (x.weights, x.bias) for x in import_onnx(p).layers()}
+    assert params == {"ln": (8, 8), "addpos": (32, 0), "div": (0, 0)}
+
+
+def test_every_onnx_node_is_accounted_for(tmp_path):
+    # a Constant-fed Reshape plus a Shape chain: each node ends up in a layer's onnx_nodes or in folded
+    nodes = [
+        helper.make_node("Constant", [], ["shape"], name="k", value=const("v", np.array([1, 12], np.int64))),
+        helper.make_node("Shape", ["x"], ["s"], name="shape_of_x"),
+        helper.make_node("Constant", [], ["unused"], name="dead", value=const("u", np.zeros(2, np.float32))),
+        helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+        helper.make_node("Reshape", ["r", "s"], ["y"], name="back"),
+    ]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 3, 4])], [("y", FLOAT, [1, 3, 4])])
+    wl = import_onnx(p)
+    layers = {x.name: x for x in wl.layers()}
+    assert set(layers) == {"reshape", "back"} and {x.kind for x in layers.values()} == {"layout"}
+    assert "k" in layers["reshape"].onnx_nodes and "shape_of_x" in layers["back"].onnx_nodes
+    assert wl.folded == ["dead"]
+
+
+# ---- convolution attributes against onnxruntime -------------------------------------------------
+
+conv_cases = st.fixed_dictionaries({
+    "rank": st.sampled_from([1, 2]),
+    "groups": st.sampled_from([1, 2, 4]),
+    "cpg": st.integers(1, 3),  # input channels per group
+    "kpg": st.integers(1, 3),  # output channels per group
+    "size": st.integers(5, 11),
+    "kernel": st.integers(1, 4),
+    "stride": st.integers(1, 3),
+    "dilation": st.integers(1, 2),
+    "pad": st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    "auto_pad": st.sampled_from(["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"]),
+})
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=conv_cases)
+def test_conv_macs_match_onnxruntime_output_shapes(tmp_path_factory, case):
+    r = case["rank"]
+    if case["auto_pad"].startswith("SAME"):
+        case["dilation"] = 1  # onnxruntime implements SAME padding only without dilation
+    if (case["kernel"] - 1) * case["dilation"] + 1 > case["size"]:
+        return
+    c, k = case["groups"] * case["cpg"], case["groups"] * case["kpg"]
+    attrs = {"group": case["groups"], "strides": [case["stride"]] * r, "dilations": [case["dilation"]] * r,
+             "kernel_shape": [case["kernel"]] * r}
+    if case["auto_pad"] == "NOTSET":
+        attrs["pads"] = [case["pad"][0]] * r + [case["pad"][1]] * r
+    else:
+        attrs["auto_pad"] = case["auto_pad"]
+    shape = [1, c] + [case["size"]] * r
+    path = save(tmp_path_factory.mktemp("conv") / "c.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], **attrs)],
+                [("x", FLOAT, shape)], [("y", FLOAT, None)], [weight("w", k, case["cpg"], *[case["kernel"]] * r)])
+    (layer,) = import_onnx(path).layers()
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    sess = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    out = sess.run(None, {"x": np.zeros(shape, np.float32)})[0]
+    # independent count: every output element is a dot product over C/groups x kernel taps
+    assert layer.macs == out.size * case["cpg"] * case["kernel"] ** r
+    assert layer.output_shapes == (out.shape,)
+    assert layer.weights == k * case["cpg"] * case["kernel"] ** r
+
+
+@settings(max_examples=20, deadline=None)
+@given(batch_a=st.lists(st.sampled_from([1, 2, 3]), max_size=2), batch_b=st.lists(st.sampled_from([1, 2, 3]), max_size=2),
+       m=st.integers(1, 4), k=st.integers(1, 4), n=st.integers(1, 4))
+def test_matmul_broadcast_macs(tmp_path_factory, batch_a, batch_b, m, k, n):
+    try:
+        batch = np.broadcast_shapes(tuple(batch_a), tuple(batch_b))
+    except ValueError:
+        return
+    path = save(tmp_path_factory.mktemp("mm") / "m.onnx", [helper.make_node("MatMul", ["a", "b"], ["y"])],
+                [("a", FLOAT, [*batch_a, m, k]), ("b", FLOAT, [*batch_b, k, n])], [("y", FLOAT, None)])
+    (layer,) = import_onnx(path).layers()
+    # every output element [*batch, m, n] is a K-long dot product
+    assert layer.macs == math.prod(batch) * m * n * k
+    assert layer.weights == 0
+
+
+def test_conv_transpose_scatter_macs(tmp_path):
+    # ConvTranspose 4->6, k3, s2, groups 2 on 5x5: every input pixel meets every tap of its group:
+    # MACs = N1 * C_in4 * H5*W5 * (K_out6 / 2) * 3*3 = 2700
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2], group=2)
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [1, 4, 5, 5])], [("y", FLOAT, None)],
+             [weight("w", 4, 3, 3, 3)])
+    (layer,) = import_onnx(p).layers()
+    assert layer.macs == 2700 and layer.weights == 4 * 3 * 9
+    assert layer.output_shapes == ((1, 6, 11, 11),)  # (5-1)*2 + 3 = 11
