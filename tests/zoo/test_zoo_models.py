@@ -89,3 +89,20 @@ def test_onnxruntime_matches_torch(name: str, dynamo: bool, zoo_exports, built) 
         scale = float(np.abs(w).max())
         assert scale > 1e-3, "output is (near) zero: the comparison would prove nothing"
         np.testing.assert_allclose(g, w, rtol=0, atol=1e-5 * scale)
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "zoo.md"
+
+
+def test_docs_table_is_the_measured_one(zoo_exports) -> None:
+    """docs/zoo.md's MACs / params / MAC-layer counts are those of the imported graphs."""
+    documented = {}
+    table = DOCS.read_text().split("<!-- zoo-table:begin -->")[1].split("<!-- zoo-table:end -->")[0]
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            documented[cells[0].strip("`")] = tuple(int(c.replace(",", "")) for c in cells[4:7])
+    assert list(documented) == workloads.names()
+    for name in workloads.names():
+        workload = import_onnx(zoo_exports[name, False])
+        assert documented[name] == (workload.total_macs, workload.total_params, len(workload.mac_layers())), name

@@ -1,0 +1,53 @@
+"""The zoo as a markdown table with measured MACs and parameters (the source of docs/zoo.md).
+
+``python -m dse.workloads.table [--legacy] [--update docs/zoo.md]`` loads every model through the
+ONNX front end (so the numbers are those of the imported workload graph, which the tests check
+against forward hooks) and prints the table, or replaces the block between the ``BEGIN``/``END``
+markers of a markdown file (atomically).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from dse import workloads
+
+HEADER = ("| model | task | input | fps | MACs | params | MAC layers | source | simplifications |\n"
+          "|---|---|---|---|---:|---:|---:|---|---|")
+
+
+def row(name: str, dynamo: bool = True) -> str:
+    meta = workloads.info(name)
+    workload = workloads.load(name, dynamo=dynamo)
+    cells = (f"`{name}`", meta.task, meta.input_summary, f"{meta.fps:g}", f"{workload.total_macs:,}",
+             f"{workload.total_params:,}", str(len(workload.mac_layers())), meta.short_source,
+             meta.simplified)
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown(dynamo: bool = True) -> str:
+    return "\n".join([HEADER, *(row(n, dynamo) for n in workloads.names())])
+
+
+BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
+
+
+def update(path: Path, table: str) -> None:
+    """Replace the table between the markers of ``path``."""
+    text = path.read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}")
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    table = markdown(dynamo="--legacy" not in args)
+    if "--update" in args:
+        update(Path(args[args.index("--update") + 1]), table)
+    else:
+        print(table)
