@@ -9,25 +9,12 @@ Multi-byte elements are little-endian.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from compiler.isa.program import IOTensor
+from compiler.isa.program import IOTensor, parse_layout
 from costmodel.errors import UserError
 
-_LAYOUT = re.compile(r"^([A-Z]+)(?:c([1-9][0-9]*))?$")
 NUMPY_DTYPES = {"int8": "i1", "uint8": "u1", "int16": "<i2", "int32": "<i4", "float32": "<f4"}
-
-
-def parse_layout(layout: str, rank: int) -> int | None:
-    """The lane count of a blocked layout (None for plain); UserError if it does not fit ``rank``."""
-    m = _LAYOUT.match(layout)
-    if m is None or len(m.group(1)) != rank or len(set(m.group(1))) != rank:
-        raise UserError(f"layout {layout!r}: expected {rank} distinct axis letters, optionally + 'c<lanes>'")
-    if m.group(2) is not None and rank < 2:
-        raise UserError(f"layout {layout!r}: channel blocking needs a channel axis (rank >= 2)")
-    return int(m.group(2)) if m.group(2) else None
 
 
 def dram_shape(t: IOTensor) -> tuple[int, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,17 @@ from costmodel.errors import UserError
 DTYPES = ("int8", "uint8", "int16", "int32", "float32")
 DIRECTIONS = ("input", "output")
 CONST_KINDS = ("weights", "bias", "scales", "lut", "other")
+_LAYOUT = re.compile(r"^([A-Z]+)(?:c([1-9][0-9]*))?$")
+
+
+def parse_layout(layout: str, rank: int) -> int | None:
+    """The lane count of a blocked layout such as ``NCHWc16`` (None for plain ``NCHW``)."""
+    m = _LAYOUT.match(layout)
+    if m is None or len(m.group(1)) != rank or len(set(m.group(1))) != rank:
+        raise UserError(f"layout {layout!r}: expected {rank} distinct axis letters, optionally + 'c<lanes>'")
+    if m.group(2) is not None and rank < 2:
+        raise UserError(f"layout {layout!r}: channel blocking needs a channel axis (rank >= 2)")
+    return int(m.group(2)) if m.group(2) else None
 
 
 def canonical_json(value: Any) -> bytes:
@@ -75,6 +87,10 @@ class IOTensor:
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise UserError(f"{where}: scale {self.scale!r} must be a finite positive number")
         _nonneg(self.addr, "addr", where, 1 << 32)
+        try:
+            parse_layout(self.layout, len(self.shape))
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
 
     def to_json(self) -> dict:
         return {"name": self.name, "direction": self.direction, "dtype": self.dtype, "shape": list(self.shape),

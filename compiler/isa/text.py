@@ -24,12 +24,17 @@ import numpy as np
 
 from compiler.isa.encoding import encode, operand_values
 from compiler.isa.instructions import CLASSES, Instruction, SetReg
-from compiler.isa.program import ConstSegment, DebugEntry, IOTensor, Program, canonical_json
+from compiler.isa.program import ConstSegment, DebugEntry, IOTensor, Program
 from compiler.isa.spec import BY_MNEMONIC, FORMATS, FP32_REGS, ISA_VERSION, TOKEN_NAMES, Field
 from costmodel.errors import UserError
 
 CONST_BYTES_PER_LINE = 32
 _HEX_FIELDS = frozenset({"dram_addr"})
+
+
+def _ascii_json(value: object) -> str:
+    """JSON with non-ASCII escaped, so no character in a name can act as a line break."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def _fmt_value(f: Field, value: object, insn: Instruction) -> str:
@@ -59,7 +64,7 @@ def format_instruction(insn: Instruction, debug: DebugEntry | None = None) -> st
             parts.append(f"{name}={_fmt_value(spec[name], value, insn)}")
     line = " ".join(parts + tokens)
     if debug is not None:
-        line += f"  ; {json.dumps(debug.node, ensure_ascii=False)} {json.dumps(debug.tile, ensure_ascii=False)}"
+        line += f"  ; {json.dumps(debug.node)} {json.dumps(debug.tile)}"
     return line
 
 
@@ -68,8 +73,8 @@ def disassemble(program: Program) -> str:
     lines = [f"# accel-dse assembler, ISA v{program.isa_version}, {len(program.instructions)} instructions",
              f".isa {program.isa_version}", f".fingerprint {program.fingerprint}",
              f".memmap dram_size={program.dram_size} const_base={program.const_base}"]
-    lines += [f".io {canonical_json(t.to_json()).decode()}" for t in program.io]
-    lines += [f".segment {canonical_json(s.to_json()).decode()}" for s in program.const_segments]
+    lines += [f".io {_ascii_json(t.to_json())}" for t in program.io]
+    lines += [f".segment {_ascii_json(s.to_json())}" for s in program.const_segments]
     data = bytes(program.constants)
     lines += [f".const {data[i : i + CONST_BYTES_PER_LINE].hex()}" for i in range(0, len(data), CONST_BYTES_PER_LINE)]
     lines += [format_instruction(insn, program.debug.get(i)) for i, insn in enumerate(program.instructions)]
@@ -152,7 +157,8 @@ def assemble(text: str, source: str = "<text>") -> Program:
     """Parse assembler text into a Program (validated); UserError names ``source`` and the line."""
     program = Program(instructions=[])
     const = bytearray()
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        raw = raw.removesuffix("\r")
         where = f"{source}:{lineno}"
         if raw.lstrip().startswith("."):
             _directive(raw.split("#", 1)[0].strip() if not raw.lstrip().startswith((".io", ".segment"))

@@ -1,0 +1,59 @@
+"""`dse disasm` / `dse asm` from the command line, and the generated docs/isa.md being current."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from compiler.isa import Finish, Gemm, Load
+from compiler.isa.binary import write_binary
+from compiler.isa.docgen import DOC_PATH, render
+from compiler.isa.program import DebugEntry, Program
+
+DSE = [sys.executable, "-c", "from dse.cli import main; main()"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*DSE, *args], check=False, capture_output=True, text=True, timeout=60)
+
+
+def test_disasm_asm_round_trip_and_bad_files(tmp_path: Path):
+    prog = Program([Load(y_size=2, push_next=True), Gemm(pop_prev=True, mx=3), Finish()],
+                   debug={1: DebugEntry("/conv1/Conv", "k0")})
+    axb = write_binary(prog, tmp_path / "m.axb")
+    out = run("disasm", str(axb))
+    assert out.returncode == 0, out.stderr
+    assert 'gemm loadw=0' in out.stdout and '; "/conv1/Conv" "k0"' in out.stdout
+    s = tmp_path / "m.s"
+    assert run("disasm", str(axb), "-o", str(s)).returncode == 0
+    assert s.read_text() == out.stdout
+    back = tmp_path / "back.axb"
+    res = run("asm", str(s), "-o", str(back))
+    assert res.returncode == 0, res.stderr
+    assert back.read_bytes() == axb.read_bytes()
+
+    bad = tmp_path / "bad.axb"
+    for content, message in ((b"hello world", "wrong magic"), (axb.read_bytes()[:50], "truncated")):
+        bad.write_bytes(content)
+        res = run("disasm", str(bad))
+        assert res.returncode == 2
+        assert res.stderr.count("\n") == 1 and message in res.stderr and "Traceback" not in res.stderr
+    s.write_text("gemm mx=999\n")
+    res = run("asm", str(s), "-o", str(tmp_path / "never.axb"))
+    assert res.returncode == 2 and "m.s:1: " in res.stderr and "mx=999 out of range" in res.stderr
+    assert not (tmp_path / "never.axb").exists()
+
+
+def test_committed_isa_doc_is_the_generated_one():
+    assert DOC_PATH.read_text() == render(), "docs/isa.md is stale: run `python -m compiler.isa.docgen`"
+
+
+def test_doc_lists_every_field():
+    from compiler.isa.spec import FORMATS
+
+    text = render()
+    for fmt in FORMATS.values():
+        assert f"### `{fmt.mnemonic}`" in text
+        for f in fmt.operands:
+            assert f"| `{f.name}` |" in text

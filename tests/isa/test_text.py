@@ -1,0 +1,102 @@
+"""Assembler/disassembler: exact round trips with the binary, and errors that name the line."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from isa_strategies import instructions, programs
+
+from compiler.isa import Buffer, Engine, Finish, Gemm, Reg, SetReg, Src1Mode, Vec, VecOp, encode
+from compiler.isa.binary import from_bytes, to_bytes
+from compiler.isa.program import Program
+from compiler.isa.text import assemble, disassemble, format_instruction, parse_instruction
+from costmodel.errors import UserError
+
+HAND = """\
+# a depthwise 3x3 tap loop and its requantization, written by hand
+.fingerprint 0123456789abcdef
+.memmap dram_size=4096 const_base=0
+vec op=rmac init=1 src1_mode=tap dst_buf=acc src0_buf=spad src1_buf=spad dst=0 src0=0 src1=900 mx=4 my=4 l0=3 l1=3 sx=1 sy=6 s0=1 s1=6 pop_prev  ; "dw1" "c0"
+setreg engine=ex reg=out_zp value=-5
+setreg engine=ex reg=qadd_sa value=0.25
+vec op=requant src1_mode=fixed dst_buf=spad src0_buf=acc src1_buf=const dst=100 src0=0 src1=3 mx=16 sx=1 sy=0
+finish
+"""
+
+
+def test_hand_written_program():
+    p = assemble(HAND)
+    dw, zp, sa, rq, fin = p.instructions
+    assert dw == Vec(op=VecOp.RMAC, init=True, src1_mode=Src1Mode.TAP, dst_buf=Buffer.ACC, src1=900, mx=4, my=4,
+                     l0=3, l1=3, sx=1, sy=6, s0=1, s1=6, pop_prev=True)
+    assert zp == SetReg(engine=Engine.EX, reg=Reg.OUT_ZP, value=-5)
+    assert sa.value == 0x3E800000  # 0.25 = 2**-2: exponent 125 -> 0x3E800000
+    assert rq.op == VecOp.REQUANT and rq.src1_buf == Buffer.CONST and rq.my == 1  # omitted -> smallest legal
+    assert fin == Finish()
+    assert p.debug[0].node == "dw1" and p.debug[0].tile == "c0"
+    assert p.fingerprint == "0123456789abcdef"
+
+
+def test_canonical_text_round_trips_through_the_binary():
+    text = disassemble(assemble(HAND))
+    data = to_bytes(assemble(text))
+    assert disassemble(from_bytes(data)) == text  # text -> binary -> text
+    assert to_bytes(assemble(disassemble(from_bytes(data)))) == data  # binary -> text -> binary
+
+
+@settings(max_examples=300, deadline=None)
+@given(instructions())
+def test_format_parse_round_trip(insn):
+    line = format_instruction(insn)
+    assert parse_instruction(line) == insn
+    assert encode(parse_instruction(line)) == encode(insn)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_programs_round_trip(p):
+    text = disassemble(p)
+    q = assemble(text)
+    assert q == p
+    assert to_bytes(q) == to_bytes(p)
+    assert disassemble(from_bytes(to_bytes(q))) == text
+
+
+def test_fp32_register_special_values():
+    for bits in (0x7FC00001, 0x7F800000, -0x80000000, 1):  # NaN payload, +inf, -0.0, smallest subnormal
+        insn = SetReg(engine=Engine.EX, reg=Reg.QADD_OFF, value=bits - (1 << 32) if bits >= 1 << 31 else bits)
+        assert parse_instruction(format_instruction(insn)) == insn
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("frob x=1", "unknown instruction 'frob'"),
+    ("gemm mx=300", "field mx=300 out of range"),
+    ("gemm nosuch=1", "gemm has no field 'nosuch'"),
+    ("gemm mx=1 mx=2", "field 'mx' given twice"),
+    ("gemm mx=abc", "'abc' is not an integer"),
+    ("vec op=explode", "op='explode', expected one of"),
+    ("load pop_prev", "LD has no neighbour"),
+    ("gemm mx", "'mx' is not field=value"),
+    ('gemm  ; "node"', "debug comment must be two JSON strings"),
+])
+def test_errors_name_source_and_line(line, message):
+    with pytest.raises(UserError, match=message) as info:
+        assemble(f"finish\n{line}\n", "prog.s")
+    assert str(info.value).startswith("prog.s:2: ")
+
+
+def test_directive_errors():
+    with pytest.raises(UserError, match="prog.s:1: .isa 7"):
+        assemble(".isa 7\n", "prog.s")
+    with pytest.raises(UserError, match="unknown directive '.bogus'"):
+        assemble(".bogus 1\n", "prog.s")
+    with pytest.raises(UserError, match="fingerprint 'xyz' must be 16 lowercase hex"):
+        assemble(".fingerprint xyz\n", "prog.s")
+    with pytest.raises(UserError, match=".const needs hex"):
+        assemble(".const zz\n", "prog.s")
+
+
+def test_free_comments_are_ignored():
+    p = assemble("# header\n\n  gemm mx=2   # trailing ; not a debug entry\nfinish\n")
+    assert p.instructions == [Gemm(mx=2), Finish()] and p.debug == {}
+    assert isinstance(p, Program)
