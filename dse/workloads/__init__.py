@@ -42,8 +42,9 @@ def build(name: str, seed: int = 0) -> tuple[torch.nn.Module, tuple[Any, ...]]:
 
     meta = info(name)
     factory = getattr(importlib.import_module(f"dse.workloads.{meta.module}"), meta.builder)
-    torch.manual_seed(seed)
-    model = factory()
+    with torch.random.fork_rng(devices=[]):   # seed the init without touching the caller's RNG
+        torch.manual_seed(seed)
+        model = factory()
     gen = torch.Generator().manual_seed(seed)
     randomize_norms(model, gen)
     model.eval()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 from hook_count import count, totals
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
+from costmodel.problem import conv2d
 from dse.workloads.blocks import ConstMatMul, MatMul
 
 
@@ -44,3 +47,16 @@ def test_unfoldable_batchnorm_is_refused() -> None:
     model = nn.Sequential(nn.Conv2d(1, 2, 1), nn.ReLU(), nn.BatchNorm2d(2)).eval()
     with pytest.raises(ValueError, match="cannot fold"):
         count(model, (torch.randn(1, 1, 2, 2),))
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=st.integers(1, 4), k=st.integers(1, 4), groups=st.sampled_from([1, 2]), h=st.integers(3, 9),
+       w=st.integers(3, 9), r=st.integers(1, 3), stride=st.integers(1, 2), pad=st.integers(0, 1))
+def test_conv_macs_agree_with_the_problem_type(c: int, k: int, groups: int, h: int, w: int, r: int,
+                                               stride: int, pad: int) -> None:
+    """Random conv layers: the hook count equals costmodel.problem.conv2d's loop-nest size."""
+    c, k = c * groups, k * groups
+    layer = nn.Conv2d(c, k, r, stride, pad, groups=groups).eval()
+    macs, params = totals(layer, (torch.randn(1, c, h, w),))
+    assert macs == conv2d(c, k, h, w, r, stride, pad, groups=groups).macs
+    assert params == k * (c // groups) * r * r + k

@@ -46,7 +46,11 @@ def test_names_and_info_do_not_import_torch() -> None:
 
 
 def test_build_is_seeded() -> None:
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
     a, xa = workloads.build("keyword_spotting", seed=1)
+    assert torch.equal(torch.rand(3), expected)           # the caller's RNG stream is untouched
     b, xb = workloads.build("keyword_spotting", seed=1)
     c, _ = workloads.build("keyword_spotting", seed=2)
     sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
