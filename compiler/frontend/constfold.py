@@ -20,6 +20,7 @@ from costmodel.errors import UserError
 
 MAX_ROUNDS = 8
 _SHAPE_OPS = frozenset({"Shape", "Size"})
+_EXPANDING = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Resize", "Upsample", "Pad"})
 _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                                "Multinomial", "Bernoulli"})
 
@@ -47,10 +48,10 @@ def resolve(model: Any, path: Path, allow_unsupported: bool,
     unsupported = _check_supported(model, weights, path, allow_unsupported)
     tensors: dict[str, TensorInfo] = {}
     bits: dict[str, int] = {}
-    for _ in range(MAX_ROUNDS):
+    for round_ in range(MAX_ROUNDS + 1):
         inferred = _infer(model, path, strict=not unsupported)
         tensors = _tensor_table(inferred, weights)
-        if not _fold_pass(model, tensors, producers, bits, opset):
+        if round_ == MAX_ROUNDS or not _fold_pass(model, tensors, producers, bits, opset):
             break
     for node in model.graph.node:
         note_bits(node, tensors, bits)
@@ -189,7 +190,9 @@ def _evaluate(node: Any, tensors: dict[str, TensorInfo], opset: int) -> list[Any
         return [full[start:end]]
     for o in node.output:
         shape = tensors[o].shape if o else None
-        if o and (shape is None or int(np.prod(shape)) > FOLD_LIMIT):
+        if o and shape is None and node.op_type in _EXPANDING:
+            return None  # could be huge (a weight made from its shape); evaluate only when its size is known
+        if o and shape is not None and int(np.prod(shape)) > FOLD_LIMIT:
             return None
     feeds = {}
     for t in node.input:
@@ -201,10 +204,11 @@ def _evaluate(node: Any, tensors: dict[str, TensorInfo], opset: int) -> list[Any
     from onnx.reference import ReferenceEvaluator
 
     try:
-        return list(ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds))
+        values = list(ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds))
     except (RuntimeError, ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError):
         # not evaluable here (exotic op or attribute): it stays a static node without value
         return None
+    return values if all(np.asarray(v).size <= FOLD_LIMIT for v in values) else None
 
 
 def _onnx_dtype(value: Any, fallback: int) -> int:

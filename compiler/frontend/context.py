@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from compiler.frontend.graphinfo import Graph
-from compiler.frontend.optable import FUSIBLE
+from compiler.frontend.optable import FUSIBLE, kind_of
 from compiler.frontend.workload import Layer
 from costmodel.errors import UserError
 
@@ -21,6 +21,7 @@ class Context:
         self.graph = graph
         self.consumers = graph.consumers()
         self.graph_outputs = set(graph.outputs)
+        self.producer = {o: n for n in graph.nodes for o in n.output if o}
 
     # ---- tensors -------------------------------------------------------------------------------
     def where(self, node: Any) -> str:
@@ -29,8 +30,12 @@ class Context:
     def shape(self, node: Any, tensor: str) -> tuple[int, ...]:
         shape = self.graph.info(tensor).shape
         if shape is None:
-            raise UserError(f"{self.where(node)}: cannot infer the shape of tensor {tensor!r}; the model's shapes "
-                            f"depend on values known only at run time")
+            src = self.producer.get(tensor)
+            if src is not None and kind_of(src.op_type, src.domain) is None:
+                why = f"it comes from the unsupported op {src.op_type} (node {src.name!r}), which has no shape rule"
+            else:
+                why = "ONNX shape inference could not determine it (it may depend on values known only at run time)"
+            raise UserError(f"{self.where(node)}: cannot infer the shape of tensor {tensor!r}: {why}")
         return shape
 
     def input(self, node: Any, i: int) -> str:

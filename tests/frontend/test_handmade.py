@@ -203,3 +203,17 @@ def test_conv_transpose_scatter_macs(tmp_path):
     (layer,) = import_onnx(p).layers()
     assert layer.macs == 2700 and layer.weights == 4 * 3 * 9
     assert layer.output_shapes == ((1, 6, 11, 11),)  # (5-1)*2 + 3 = 11
+
+
+def test_resize_and_pad_vector_ops(tmp_path):
+    # Resize x2 on the two spatial axes of 1x2x3x3 -> 1x2x6x6 = 72 outputs; nearest: 1 tap each,
+    # linear: 2 taps per resized axis -> 4; Pad 1 on each side of 1x2x3x3 -> 1x2x5x5 = 50 writes
+    scales = const("sc", np.array([1, 1, 2, 2], np.float32))
+    nodes = [helper.make_node("Resize", ["x", "", "sc"], ["n"], name="nearest", mode="nearest"),
+             helper.make_node("Resize", ["x", "", "sc"], ["l"], name="linear", mode="linear"),
+             helper.make_node("Pad", ["x", "pads"], ["p"], name="pad")]
+    inits = [scales, const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 2, 3, 3])],
+             [("n", FLOAT, None), ("l", FLOAT, None), ("p", FLOAT, None)], inits)
+    ops = {x.name: (x.vector_ops, x.params) for x in import_onnx(p).layers()}
+    assert ops == {"nearest": (72, 0), "linear": (288, 0), "pad": (50, 0)}

@@ -127,3 +127,25 @@ def test_seqnet_attention_conv1d_and_recurrent_layers(exported):
     assert kinds == {"x_gates": "mac", "h_gates": "mac", "cell": "vector"}
     assert wl.layer(next(x.name for x in wl.layers() if x.op_type == "LSTM" and x.kind == "vector")).vector_ops \
         == 6 * 6 * (4 * 3 + 4 + 3 + 2)  # T6 x H6 x (gate adds with 2 biases, 4 activations, c and h updates)
+
+
+class _Broken(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("this model cannot be traced")
+
+
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
+def test_failed_export_leaves_no_file(tmp_path, dynamo):
+    from costmodel.errors import UserError
+
+    with pytest.raises(UserError, match="exporter failed on _Broken"):
+        export_onnx(_Broken(), (torch.zeros(1),), tmp_path / "b.onnx", dynamo=dynamo)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dynamo_refuses_old_opsets(tmp_path):
+    from costmodel.errors import UserError
+
+    with pytest.raises(UserError, match="opset >= 18"):
+        export_onnx(nn.Linear(2, 2), (torch.zeros(1, 2),), tmp_path / "l.onnx", opset=17)
+    assert list(tmp_path.iterdir()) == []
