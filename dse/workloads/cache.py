@@ -1,7 +1,8 @@
 """On-disk cache of exported zoo models, so ``load(name)`` exports (seconds) only once.
 
-Key: model name + exporter + a hash of the source files that define the model (its module, the
-shared blocks and the catalogue), so editing a model invalidates its entry. A cache hit imports
+Key: model name + exporter + a hash of what determines the file: the model's module, the shared
+blocks, the catalogue, the front end's export code and the installed torch version -- so editing
+a model (or upgrading torch) invalidates its entry. A cache hit imports
 neither torch nor the model. ``export_onnx`` writes atomically (temp file in the same folder, then
 ``os.replace``), so a killed export or two processes racing never leave a partial entry.
 """
@@ -9,6 +10,8 @@ neither torch nor the model. ``export_onnx`` writes atomically (temp file in the
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,12 +29,16 @@ def cache_dir() -> Path:
 
 
 def source_hash(name: str) -> str:
-    """16 hex chars of sha256 over the files whose content defines the model."""
+    """16 hex chars of sha256 over everything the exported file depends on (see module docstring)."""
     from dse.workloads import info
 
     h = hashlib.sha256(name.encode())
     for file in (f"{info(name).module}.py", "blocks.py", "catalog.py"):
         h.update((_HERE / file).read_bytes())
+    exporter = importlib.util.find_spec("compiler.frontend.export")
+    if exporter is not None and exporter.origin:
+        h.update(Path(exporter.origin).read_bytes())
+    h.update(importlib.metadata.version("torch").encode())   # metadata only: torch is not imported
     return h.hexdigest()[:16]
 
 

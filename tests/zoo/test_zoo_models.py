@@ -76,7 +76,9 @@ def test_onnxruntime_matches_torch(name: str, dynamo: bool, zoo_exports, built) 
     import onnxruntime as ort
 
     model, inputs = built[name]
-    session = ort.InferenceSession(str(zoo_exports[name, dynamo]), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1      # the CI box has 2 cores shared by several jobs
+    session = ort.InferenceSession(str(zoo_exports[name, dynamo]), options, providers=["CPUExecutionProvider"])
     feeds = {i.name: x.numpy() for i, x in zip(session.get_inputs(), inputs, strict=True)}
     got = session.run(None, feeds)
     with torch.no_grad():
