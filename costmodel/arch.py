@@ -48,33 +48,45 @@ class LevelConfig(_Strict):
     name: str = Field(description="Unique level name, used by mappings and constraints.")
     kind: Literal["dram", "sram", "regfile"] = Field(
         description="dram (off-chip, must be the first level), sram (CACTI-fit costs) or regfile "
-        "(flip-flop costs, for small per-PE buffers).")
+        "(flip-flop costs, for small per-PE buffers)."
+    )
     holds: list[Role] = Field(
         description="Tensor roles this level MAY keep: I (input activations), W (weights), O (outputs "
-        "/ partial sums). A mapping may still bypass them. DRAM must hold all three.")
+        "/ partial sums). A mapping may still bypass them. DRAM must hold all three."
+    )
     capacity: Any = Field(
-        None, json_schema_extra={"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
+        None,
+        json_schema_extra={"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
         description="Per-instance capacity: a bare number is words; '64 KiB', '2 MB' are bytes "
-        "(KB = KiB = 1024 B). Required for sram/regfile; omit for an unbounded DRAM.")
+        "(KB = KiB = 1024 B). Required for sram/regfile; omit for an unbounded DRAM.",
+    )
     word_bits: PosInt = Field(description="Bits per word stored at this level.")
-    block_words: PosInt = Field(1, description="Words per access (the port width is block_words x word_bits).")
+    block_words: PosInt = Field(
+        1, description="Words per access (the port width is block_words x word_bits)."
+    )
     ports: PosInt = Field(1, description="Number of read/write ports (sets SRAM/regfile energy and area).")
     read_bw: PosFloat | None = Field(
-        None, description="Read bandwidth in words/cycle per instance; omit for unlimited.")
+        None, description="Read bandwidth in words/cycle per instance; omit for unlimited."
+    )
     write_bw: PosFloat | None = Field(
-        None, description="Write bandwidth in words/cycle per instance; omit for unlimited.")
+        None, description="Write bandwidth in words/cycle per instance; omit for unlimited."
+    )
     fanout: FanoutConfig = Field(
         default_factory=FanoutConfig,
-        description="Mesh of children below each instance (next inner level, or MACs for the innermost).")
+        description="Mesh of children below each instance (next inner level, or MACs for the innermost).",
+    )
     multicast: bool = Field(True, description="The network below can deliver one read to many children.")
     spatial_reduction: bool = Field(
-        False, description="The network below can add partial sums from children before writing here.")
+        False, description="The network below can add partial sums from children before writing here."
+    )
     double_buffered: bool = Field(
-        True, description="Fills overlap compute (latency = max of compute and traffic, not their sum).")
+        True, description="Fills overlap compute (latency = max of compute and traffic, not their sum)."
+    )
     read_pj: NonNeg | None = Field(None, description="Override: energy per word read (pJ).")
     write_pj: NonNeg | None = Field(None, description="Override: energy per word written (pJ).")
     hop_pj: NonNeg | None = Field(
-        None, description="Override: energy per word moved over the fan-out network below (pJ).")
+        None, description="Override: energy per word moved over the fan-out network below (pJ)."
+    )
     leak_mw: NonNeg | None = Field(None, description="Override: leakage power per instance (mW).")
     area_mm2: NonNeg | None = Field(None, description="Override: area per instance (mm^2).")
 
@@ -84,7 +96,8 @@ class MacConfig(_Strict):
 
     datatype: Datatype = Field(description="Operand type; int types accumulate in int32, fp types in fp32.")
     count: PosInt | None = Field(
-        None, description="Number of MACs; if given it must equal the product of all fan-outs.")
+        None, description="Number of MACs; if given it must equal the product of all fan-outs."
+    )
     energy_pj: NonNeg | None = Field(None, description="Override: energy per MAC (pJ).")
     area_mm2: NonNeg | None = Field(None, description="Override: area per MAC (mm^2).")
     leak_mw: NonNeg | None = Field(None, description="Override: leakage per MAC (mW).")
@@ -94,22 +107,28 @@ class TechnologyConfig(_Strict):
     """Process and memory technology; scales every cost not overridden."""
 
     node_nm: Annotated[float, Field(ge=7, le=180)] = Field(
-        description="Process node in nm (7-180; 45/28/16/7 are the main nodes; others interpolate).")
+        description="Process node in nm (7-180; 45/28/16/7 are the main nodes; others interpolate)."
+    )
     vdd: PosFloat | None = Field(None, description="Supply voltage (V); default: the node's nominal.")
     sram_cell: Literal["LSTP", "HP"] = Field(
-        "LSTP", description="SRAM cell flavour: LSTP (low leakage, for AR) or HP (1000x more leakage).")
+        "LSTP", description="SRAM cell flavour: LSTP (low leakage, for AR) or HP (1000x more leakage)."
+    )
     dram: Literal["LPDDR4", "LPDDR5", "HBM2", "DDR4", "DDR3", "GDDR5"] = Field(
-        "LPDDR4", description="Off-chip DRAM type (energy per bit).")
+        "LPDDR4", description="Off-chip DRAM type (energy per bit)."
+    )
 
 
 class SystolicConfig(_Strict):
     """Declares the fan-out below one level a systolic array (adds fill/drain to latency)."""
 
     dataflow: Literal["WS", "OS", "IS"] = Field(
-        description="Stationary operand: WS weights, OS outputs, IS inputs.")
+        description="Stationary operand: WS weights, OS outputs, IS inputs."
+    )
     level: str | None = Field(
-        None, description="Level whose fan-out is the array (rows = fanout.y, cols = fanout.x); "
-        "default: the level with the largest fan-out.")
+        None,
+        description="Level whose fan-out is the array (rows = fanout.y, cols = fanout.x); "
+        "default: the level with the largest fan-out.",
+    )
 
 
 class VectorUnitConfig(_Strict):
@@ -118,9 +137,11 @@ class VectorUnitConfig(_Strict):
     lanes: PosInt = Field(description="Elements processed per cycle.")
     datatype: Datatype = Field("int8", description="Element type.")
     level: str | None = Field(
-        None, description="Level it reads/writes; default: the outermost on-chip level.")
+        None, description="Level it reads/writes; default: the outermost on-chip level."
+    )
     op_pj: NonNeg | None = Field(
-        None, description="Override: energy per element op (pJ); default: one MAC of its datatype.")
+        None, description="Override: energy per element op (pJ); default: one MAC of its datatype."
+    )
     area_mm2: NonNeg | None = Field(None, description="Override: total area (mm^2).")
     leak_mw: NonNeg | None = Field(None, description="Override: total leakage (mW).")
 
@@ -130,10 +151,12 @@ class Constraint(_Strict):
 
     level: str = Field(description="Level name.")
     spatial_x: list[str] | None = Field(
-        None, description="Dims allowed on the X fan-out below the level (others get factor 1).")
+        None, description="Dims allowed on the X fan-out below the level (others get factor 1)."
+    )
     spatial_y: list[str] | None = Field(None, description="Dims allowed on the Y fan-out.")
     temporal: dict[str, PosInt] | None = Field(
-        None, description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}.")
+        None, description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}."
+    )
     order: list[str] | None = Field(None, description="Loop order at this level, outer to inner.")
     bypass: list[Role] = Field(default_factory=list, description="Tensors that must bypass this level.")
     keep: list[Role] = Field(default_factory=list, description="Tensors that must be kept at this level.")
@@ -144,14 +167,18 @@ class HwConfig(_Strict):
 
     name: str = Field(description="Config name.")
     description: str | None = Field(None, description="Free text (sources belong in comments too).")
-    clock: Any = Field(json_schema_extra={"anyOf": [{"type": "number"}, {"type": "string"}]}, description="Clock: '1 GHz', '200 MHz', or Hz as a number.")
+    clock: Any = Field(
+        json_schema_extra={"anyOf": [{"type": "number"}, {"type": "string"}]},
+        description="Clock: '1 GHz', '200 MHz', or Hz as a number.",
+    )
     technology: TechnologyConfig = Field(description="Process node, supply, SRAM cells, DRAM type.")
     mac: MacConfig = Field(description="MAC units.")
     levels: list[LevelConfig] = Field(min_length=1, description="Storage levels, outermost (DRAM) first.")
     systolic: SystolicConfig | None = Field(None, description="Optional: a systolic array.")
     vector_unit: VectorUnitConfig | None = Field(None, description="Optional: a vector unit.")
     compilable: dict[str, Any] | None = Field(
-        None, description="Optional: the compiler template block, validated by compiler/target.py.")
+        None, description="Optional: the compiler template block, validated by compiler/target.py."
+    )
     constraints: list[Constraint] = Field(default_factory=list, description="Dataflow constraints.")
     fixed_overhead_mm2: NonNeg = Field(0.0, description="Area of control, I/O, etc. (mm^2).")
 

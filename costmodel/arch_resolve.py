@@ -41,17 +41,24 @@ def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
     for i, lv in enumerate(cfg.levels):
         at = ("levels", i)
         if lv.name in RESERVED:
-            raise lines.error((*at, "name"), f"expected a level name other than {', '.join(RESERVED)} "
-                              f"(breakdown keys), got '{lv.name}'")
+            raise lines.error(
+                (*at, "name"),
+                f"expected a level name other than {', '.join(RESERVED)} (breakdown keys), got '{lv.name}'",
+            )
         if lv.name in seen:
-            raise lines.error((*at, "name"), f"duplicate level name '{lv.name}' (also levels[{seen[lv.name]}])")
+            raise lines.error(
+                (*at, "name"), f"duplicate level name '{lv.name}' (also levels[{seen[lv.name]}])"
+            )
         seen[lv.name] = i
         if i == 0 and lv.kind != "dram":
-            raise lines.error((*at, "kind"), f"expected the outermost level (levels[0]) to be kind "
-                              f"'dram', got '{lv.kind}'")
+            raise lines.error(
+                (*at, "kind"), f"expected the outermost level (levels[0]) to be kind 'dram', got '{lv.kind}'"
+            )
         if i > 0 and lv.kind == "dram":
-            raise lines.error((*at, "kind"), "expected 'sram' or 'regfile': DRAM must be the outermost "
-                              "level (levels[0]) and appear once")
+            raise lines.error(
+                (*at, "kind"),
+                "expected 'sram' or 'regfile': DRAM must be the outermost level (levels[0]) and appear once",
+            )
         if not lv.holds:
             raise lines.error((*at, "holds"), "expected at least one tensor role of I, W, O, got []")
         if len(set(lv.holds)) != len(lv.holds):
@@ -65,12 +72,14 @@ def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
 def _capacity(lv: LevelConfig, lines: LineMap, at: tuple) -> int | None:
     if lv.capacity is None:
         if lv.kind != "dram":
-            raise lines.error((*at, "capacity"), f"required for a {lv.kind} level: expected a size like "
-                              "'64 KiB' or a word count")
+            raise lines.error(
+                (*at, "capacity"),
+                f"required for a {lv.kind} level: expected a size like '64 KiB' or a word count",
+            )
         return None
     try:
         return parse_size(lv.capacity, lv.word_bits)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise lines.error((*at, "capacity"), str(exc)) from None
 
 
@@ -98,20 +107,28 @@ def resolve(cfg: HwConfig, lines: LineMap, source: str) -> Architecture:
     caps = _check_levels(cfg, lines)
     try:
         clock_hz = parse_frequency(cfg.clock)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise lines.error(("clock",), str(exc)) from None
     t = cfg.technology
     tech = Technology(t.node_nm, t.vdd, t.sram_cell, t.dram)
     fan = [lv.fanout.x * lv.fanout.y for lv in cfg.levels]
     num_pes = math.prod(fan)
     if cfg.mac.count is not None and cfg.mac.count != num_pes:
-        product = " x ".join(f"{lv.fanout.x}x{lv.fanout.y}" for lv in cfg.levels if lv.fanout.x * lv.fanout.y > 1)
-        raise lines.error(("mac", "count"), f"expected the product of all fan-outs ({product or '1'} = "
-                          f"{num_pes}), got {cfg.mac.count}")
+        product = " x ".join(
+            f"{lv.fanout.x}x{lv.fanout.y}" for lv in cfg.levels if lv.fanout.x * lv.fanout.y > 1
+        )
+        raise lines.error(
+            ("mac", "count"),
+            f"expected the product of all fan-outs ({product or '1'} = {num_pes}), got {cfg.mac.count}",
+        )
     instances = [math.prod(fan[:i]) for i in range(len(fan) + 1)]  # instances[L] = MACs
     mc = mac_cost(cfg.mac.datatype, tech)
-    mac = MacSpec(datatype=cfg.mac.datatype, energy_pj=_pick(cfg.mac.energy_pj, mc.read_pj),
-                  area_mm2=_pick(cfg.mac.area_mm2, mc.area_mm2), leak_mw=_pick(cfg.mac.leak_mw, mc.leak_mw))
+    mac = MacSpec(
+        datatype=cfg.mac.datatype,
+        energy_pj=_pick(cfg.mac.energy_pj, mc.read_pj),
+        area_mm2=_pick(cfg.mac.area_mm2, mc.area_mm2),
+        leak_mw=_pick(cfg.mac.leak_mw, mc.leak_mw),
+    )
     costs = [_level_cost(lv, cap, tech) for lv, cap in zip(cfg.levels, caps, strict=True)]
     areas = [_pick(lv.area_mm2, c.area_mm2) for lv, c in zip(cfg.levels, costs, strict=True)]
     wire = wire_pj_per_bit_mm(tech)
@@ -121,22 +138,48 @@ def resolve(cfg: HwConfig, lines: LineMap, source: str) -> Architecture:
         # One child's footprint: every inner level instance under it plus its MACs.
         below = sum(areas[j] * instances[j] for j in range(i + 1, len(cfg.levels))) + mac.area_mm2 * num_pes
         pitch_mm = math.sqrt(below / children)
-        levels.append(Level(
-            name=lv.name, kind=lv.kind, holds=tuple(lv.holds), capacity_words=cap, word_bits=lv.word_bits,
-            block_words=lv.block_words, ports=lv.ports, read_bw=lv.read_bw, write_bw=lv.write_bw,
-            fanout_x=lv.fanout.x, fanout_y=lv.fanout.y, multicast=lv.multicast,
-            spatial_reduction=lv.spatial_reduction, double_buffered=lv.double_buffered,
-            instances=instances[i], read_pj=_pick(lv.read_pj, c.read_pj),
-            write_pj=_pick(lv.write_pj, c.write_pj),
-            hop_pj=_pick(lv.hop_pj, wire * lv.word_bits * pitch_mm),
-            leak_mw=_pick(lv.leak_mw, c.leak_mw), area_mm2=areas[i],
-            network_area_mm2=network_area_mm2(children * lv.word_bits, pitch_mm, tech)))
+        levels.append(
+            Level(
+                name=lv.name,
+                kind=lv.kind,
+                holds=tuple(lv.holds),
+                capacity_words=cap,
+                word_bits=lv.word_bits,
+                block_words=lv.block_words,
+                ports=lv.ports,
+                read_bw=lv.read_bw,
+                write_bw=lv.write_bw,
+                fanout_x=lv.fanout.x,
+                fanout_y=lv.fanout.y,
+                multicast=lv.multicast,
+                spatial_reduction=lv.spatial_reduction,
+                double_buffered=lv.double_buffered,
+                instances=instances[i],
+                read_pj=_pick(lv.read_pj, c.read_pj),
+                write_pj=_pick(lv.write_pj, c.write_pj),
+                hop_pj=_pick(lv.hop_pj, wire * lv.word_bits * pitch_mm),
+                leak_mw=_pick(lv.leak_mw, c.leak_mw),
+                area_mm2=areas[i],
+                network_area_mm2=network_area_mm2(children * lv.word_bits, pitch_mm, tech),
+            )
+        )
     return Architecture(
-        name=cfg.name, source=source, description=cfg.description, clock_hz=clock_hz, node_nm=t.node_nm,
-        vdd=t.vdd, sram_cell=t.sram_cell, dram_type=t.dram, levels=tuple(levels), mac=mac,
-        systolic=_systolic(cfg, levels, lines), vector_unit=_vector(cfg, levels, mac, tech, lines),
-        compilable=cfg.compilable, constraints=tuple(_constraints(cfg, lines)),
-        fixed_overhead_mm2=cfg.fixed_overhead_mm2)
+        name=cfg.name,
+        source=source,
+        description=cfg.description,
+        clock_hz=clock_hz,
+        node_nm=t.node_nm,
+        vdd=t.vdd,
+        sram_cell=t.sram_cell,
+        dram_type=t.dram,
+        levels=tuple(levels),
+        mac=mac,
+        systolic=_systolic(cfg, levels, lines),
+        vector_unit=_vector(cfg, levels, mac, tech, lines),
+        compilable=cfg.compilable,
+        constraints=tuple(_constraints(cfg, lines)),
+        fixed_overhead_mm2=cfg.fixed_overhead_mm2,
+    )
 
 
 def _systolic(cfg: HwConfig, levels: list[Level], lines: LineMap) -> Systolic | None:
@@ -146,13 +189,17 @@ def _systolic(cfg: HwConfig, levels: list[Level], lines: LineMap) -> Systolic | 
     _known_level(s.level, cfg, lines, ("systolic", "level"))
     lv = next((x for x in levels if x.name == s.level), None) or max(levels, key=lambda x: x.fanout)
     if lv.fanout < 2:
-        raise lines.error(("systolic",), f"expected a level with a fan-out > 1 for the array, "
-                          f"level '{lv.name}' has {lv.fanout_x}x{lv.fanout_y}")
+        raise lines.error(
+            ("systolic",),
+            f"expected a level with a fan-out > 1 for the array, "
+            f"level '{lv.name}' has {lv.fanout_x}x{lv.fanout_y}",
+        )
     return Systolic(dataflow=s.dataflow, level=lv.name, rows=lv.fanout_y, cols=lv.fanout_x)
 
 
-def _vector(cfg: HwConfig, levels: list[Level], mac: MacSpec, tech: Technology,
-            lines: LineMap) -> VectorUnit | None:
+def _vector(
+    cfg: HwConfig, levels: list[Level], mac: MacSpec, tech: Technology, lines: LineMap
+) -> VectorUnit | None:
     v = cfg.vector_unit
     if v is None:
         return None
@@ -160,9 +207,14 @@ def _vector(cfg: HwConfig, levels: list[Level], mac: MacSpec, tech: Technology,
     name = v.level or (levels[1].name if len(levels) > 1 else levels[0].name)
     # Estimate: one element op costs about one MAC of the same datatype (an upper bound for add/max).
     unit = mac_cost(v.datatype, tech)
-    return VectorUnit(lanes=v.lanes, datatype=v.datatype, level=name, op_pj=_pick(v.op_pj, unit.read_pj),
-                      area_mm2=_pick(v.area_mm2, unit.area_mm2 * v.lanes),
-                      leak_mw=_pick(v.leak_mw, unit.leak_mw * v.lanes))
+    return VectorUnit(
+        lanes=v.lanes,
+        datatype=v.datatype,
+        level=name,
+        op_pj=_pick(v.op_pj, unit.read_pj),
+        area_mm2=_pick(v.area_mm2, unit.area_mm2 * v.lanes),
+        leak_mw=_pick(v.leak_mw, unit.leak_mw * v.lanes),
+    )
 
 
 def _constraints(cfg: HwConfig, lines: LineMap) -> list:
@@ -172,8 +224,11 @@ def _constraints(cfg: HwConfig, lines: LineMap) -> list:
         for field in ("bypass", "keep"):
             for role in getattr(c, field):
                 if role not in lv.holds and field == "keep":
-                    raise lines.error(("constraints", i, field), f"expected tensors that level '{lv.name}' "
-                                      f"holds ({', '.join(lv.holds)}), got '{role}'")
+                    raise lines.error(
+                        ("constraints", i, field),
+                        f"expected tensors that level '{lv.name}' "
+                        f"holds ({', '.join(lv.holds)}), got '{role}'",
+                    )
         both = set(c.bypass) & set(c.keep)
         if both:
             raise lines.error(("constraints", i), f"tensor(s) {sorted(both)} both kept and bypassed")

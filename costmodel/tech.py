@@ -48,8 +48,10 @@ def _scaling() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 def _interp(node_nm: float, values: np.ndarray) -> np.ndarray:
     nodes = _scaling()[0]
     if not nodes[0] <= node_nm <= nodes[-1]:
-        raise UserError(f"technology node {node_nm:g} nm is outside the scaling tables "
-                        f"({nodes[0]:g}-{nodes[-1]:g} nm, Stillmaker & Baas 2017)")
+        raise UserError(
+            f"technology node {node_nm:g} nm is outside the scaling tables "
+            f"({nodes[0]:g}-{nodes[-1]:g} nm, Stillmaker & Baas 2017)"
+        )
     i = int(np.searchsorted(nodes, node_nm))
     if nodes[i] == node_nm:
         return values[i]
@@ -68,8 +70,9 @@ def _energy_fit(node_nm: float, vdd: float | None) -> float:
     return float(a * v * v + b * v + c)
 
 
-def energy_factor(from_nm: float, to_nm: float, from_vdd: float | None = None,
-                  to_vdd: float | None = None) -> float:
+def energy_factor(
+    from_nm: float, to_nm: float, from_vdd: float | None = None, to_vdd: float | None = None
+) -> float:
     """Multiply an energy at ``from_nm`` by this to get it at ``to_nm`` (Stillmaker & Baas fit)."""
     return _energy_fit(to_nm, to_vdd) / _energy_fit(from_nm, from_vdd)
 
@@ -193,8 +196,9 @@ def port_factors(ports: int) -> tuple[float, float]:
     return f, f * f
 
 
-def sram_cost(capacity_words: int, word_bits: int, block_words: int, tech: Technology,
-              ports: int = 1) -> Cost:
+def sram_cost(
+    capacity_words: int, word_bits: int, block_words: int, tech: Technology, ports: int = 1
+) -> Cost:
     """An SRAM array: CACTI-fit energy per access / block words, area and leakage by capacity."""
     cap_bytes = capacity_words * word_bits / 8
     width = block_words * word_bits

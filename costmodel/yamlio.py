@@ -133,12 +133,26 @@ def _expected_keys(model: Any, loc: Sequence[str | int]) -> list[str]:
     return []
 
 
-_PLAIN = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "an integer",
-          "float_parsing": "a number", "float_type": "a number", "bool_parsing": "true or false",
-          "bool_type": "true or false", "string_type": "a string", "list_type": "a list",
-          "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping"}
-_BOUND = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="), "less_than": ("lt", "<"),
-          "less_than_equal": ("le", "<=")}
+_PLAIN = {
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+_BOUND = {
+    "greater_than": ("gt", ">"),
+    "greater_than_equal": ("ge", ">="),
+    "less_than": ("lt", "<"),
+    "less_than_equal": ("le", "<="),
+}
 
 
 def _data_path(loc: Sequence[str | int], data: Any) -> PathKey:
@@ -146,9 +160,9 @@ def _data_path(loc: Sequence[str | int], data: Any) -> PathKey:
     out: list[str | int] = []
     cur = data
     for i, part in enumerate(loc):
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+        in_dict = isinstance(cur, dict) and part in cur
+        in_list = isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
+        if in_dict or in_list:
             cur = cur[part]
         elif i < len(loc) - 1 or not isinstance(cur, dict):
             continue  # a union tag, not a field
@@ -176,8 +190,11 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
     elif kind in _BOUND:
         key, op = _BOUND[kind]
         bound = err.get("ctx", {}).get(key)
-        msg = f"expected a number {op} {bound:g}, got {got!r}" if isinstance(bound, (int, float)) else (
-            f"expected a number {op} {bound}, got {got!r}")
+        msg = (
+            f"expected a number {op} {bound:g}, got {got!r}"
+            if isinstance(bound, (int, float))
+            else (f"expected a number {op} {bound}, got {got!r}")
+        )
     else:
         text = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
         text = text[0].lower() + text[1:] if text else text
@@ -188,8 +205,17 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
 
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
-_BYTE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2,
-               "gb": 1024**3, "gib": 1024**3}
+_BYTE_UNITS = {
+    "b": 1,
+    "byte": 1,
+    "bytes": 1,
+    "kb": 1024,
+    "kib": 1024,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "gb": 1024**3,
+    "gib": 1024**3,
+}
 _WORD_UNITS = {"": 1, "word": 1, "words": 1, "kwords": 1024, "mwords": 1024**2}
 _FREQ_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 
@@ -197,14 +223,14 @@ _FREQ_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 def parse_size(value: Any, word_bits: int) -> int:
     """A capacity in words: a bare number is words; ``'64 KiB'``/``'2 MB'`` are bytes (binary, JEDEC).
 
-    Raises ValueError with the expected form, so pydantic validators can use it.
+    Raises ValueError (TypeError for a non-scalar) with the expected form.
     """
     expected = "expected a positive size like '64 KiB', '2 MB' or a word count"
-    if isinstance(value, bool):
-        raise ValueError(f"{expected}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{expected}, got {value!r}")
     if isinstance(value, (int, float)):
         number, unit = float(value), ""
-    elif isinstance(value, str) and (m := _SIZE.match(value)):
+    elif m := _SIZE.match(value):
         number, unit = float(m.group(1)), m.group(2).lower()
     else:
         raise ValueError(f"{expected}, got {value!r}")
@@ -218,14 +244,14 @@ def parse_size(value: Any, word_bits: int) -> int:
         raise ValueError(f"{expected} (units: B, KiB/KB, MiB/MB, GiB/GB, words), got {value!r}")
     if abs(words - round(words)) > 1e-9 or round(words) < 1:
         raise ValueError(f"{expected}; {value!r} is not a whole number of {word_bits}-bit words")
-    return int(round(words))
+    return round(words)
 
 
 def parse_frequency(value: Any) -> float:
     """A clock in Hz: a bare number is Hz; ``'1 GHz'``, ``'200 MHz'`` carry units."""
     expected = "expected a positive frequency like '1 GHz' or '200 MHz' (or Hz as a number)"
-    if isinstance(value, bool):
-        raise ValueError(f"{expected}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{expected}, got {value!r}")
     if isinstance(value, (int, float)):
         hz = float(value)
     elif isinstance(value, str) and (m := _SIZE.match(value)) and m.group(2).lower() in _FREQ_UNITS:

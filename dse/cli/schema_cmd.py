@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -29,8 +29,10 @@ FORMATS = {"hw": (_hw_schema, _hw_check)}
 
 
 def schema(
-    kind: str = typer.Argument(..., help=f"Format: {', '.join(FORMATS)}."),
-    check: Path | None = typer.Option(None, "--check", help="Validate FILE instead; print OK or the error."),
+    kind: Annotated[str, typer.Argument(help=f"Format: {', '.join(FORMATS)}.")],
+    check: Annotated[
+        Path | None, typer.Option("--check", help="Validate FILE instead; print OK or the error.")
+    ] = None,
 ) -> None:
     """Print the JSON Schema of a config format (for editor completion), or validate a file."""
     if kind not in FORMATS:

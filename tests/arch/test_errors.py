@@ -1,0 +1,173 @@
+"""Bad configs: each gives one UserError naming the file, line, field path and what was expected."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from costmodel.arch import load_architecture
+from costmodel.errors import UserError
+
+GOOD = """\
+name: t
+clock: 1 GHz
+technology: {node_nm: 45}
+mac: {datatype: int8, count: 4}
+levels:
+  - name: DRAM
+    kind: dram
+    holds: [I, W, O]
+    word_bits: 8
+  - name: buf
+    kind: sram
+    holds: [I, W, O]
+    capacity: 4 KiB
+    word_bits: 8
+    read_bw: 4
+    fanout: {x: 2, y: 2}
+  - name: rf
+    kind: regfile
+    holds: [I, O]
+    capacity: 16
+    word_bits: 8
+constraints:
+  - level: rf
+    keep: [I]
+"""
+# Line numbers of GOOD (1-based): 13 capacity of buf, 15 read_bw, 16 fanout, 19 holds of rf, 4 mac.
+
+
+def _load(tmp_path: Path, text: str):
+    p = tmp_path / "x.yaml"
+    p.write_text(text)
+    return load_architecture(p), p
+
+
+def _error(tmp_path: Path, old: str, new: str, count: int = 1) -> tuple[str, Path]:
+    assert GOOD.count(old) >= 1, old
+    with pytest.raises(UserError) as exc:
+        _load(tmp_path, GOOD.replace(old, new, count))
+    msg = str(exc.value)
+    assert "\n" not in msg
+    return msg, tmp_path / "x.yaml"
+
+
+def test_good_config_loads(tmp_path):
+    arch, _ = _load(tmp_path, GOOD)
+    assert arch.num_pes == 4 and arch.level("buf").capacity_words == 4096
+
+
+CASES = [
+    # (old, new, line, field path, expected text)
+    (
+        "    capacity: 4 KiB",
+        "    capacity: -3",
+        13,
+        "levels[1].capacity",
+        "expected a positive size like '64 KiB', '2 MB' or a word count, got -3",
+    ),
+    (
+        "    capacity: 4 KiB",
+        "    capcity: 4 KiB",
+        13,
+        "levels[1].capcity",
+        "unknown field 'capcity'; did you mean 'capacity'?",
+    ),
+    ("    capacity: 4 KiB\n", "", 10, "levels[1].capacity", "required for a sram level"),
+    ("    holds: [I, O]", "    holds: []", 19, "levels[2].holds", "expected at least one tensor role"),
+    ("    read_bw: 4", "    read_bw: 0", 15, "levels[1].read_bw", "expected a number > 0, got 0"),
+    ("    holds: [I, O]", "    holds: [I, X]", 19, "levels[2].holds[1]", "expected 'I', 'W' or 'O', got 'X'"),
+    (
+        "    word_bits: 8\n    read_bw",
+        "    word_bits: eight\n    read_bw",
+        14,
+        "levels[1].word_bits",
+        "expected an integer, got 'eight'",
+    ),
+    ("count: 4", "count: 6", 4, "mac.count", "expected the product of all fan-outs (2x2 = 4), got 6"),
+    ("name: t\n", "", 1, "name", "required field is missing"),
+    (
+        "    kind: dram",
+        "    kind: sram\n    capacity: 1 MiB",
+        7,
+        "levels[0].kind",
+        "expected the outermost level (levels[0]) to be kind 'dram'",
+    ),
+    ("    kind: regfile", "    kind: dram", 18, "levels[2].kind", "DRAM must be the outermost level"),
+    (
+        "  - level: rf",
+        "  - level: rff",
+        23,
+        "constraints[0].level",
+        "expected a level name (DRAM, buf, rf), got 'rff'",
+    ),
+    (
+        "    keep: [I]",
+        "    keep: [W]",
+        24,
+        "constraints[0].keep",
+        "expected tensors that level 'rf' holds (I, O), got 'W'",
+    ),
+    ("clock: 1 GHz", "clock: fast", 2, "clock", "expected a positive frequency"),
+    (
+        "fanout: {x: 2, y: 2}",
+        "fanout: {x: 2, y: -1}",
+        16,
+        "levels[1].fanout.y",
+        "expected a number > 0, got -1",
+    ),
+    ("  - name: rf", "  - name: buf", 17, "levels[2].name", "duplicate level name 'buf'"),
+    ("  - name: rf", "  - name: total", 17, "levels[2].name", "expected a level name other than"),
+    ("{datatype: int8, count: 4}", "{datatype: int4, count: 4}", 4, "mac.datatype", "got 'int4'"),
+    (
+        "technology: {node_nm: 45}",
+        "technology: {node_nm: 45, dram: DDR9}",
+        3,
+        "technology.dram",
+        "got 'DDR9'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "path", "text"), CASES, ids=[c[3] + ":" + c[4][:20] for c in CASES]
+)
+def test_bad_config_message(tmp_path, old, new, line, path, text):
+    msg, p = _error(tmp_path, old, new)
+    assert msg.startswith(f"{p}:{line}: {path}: "), msg
+    assert text in msg, msg
+
+
+def test_yaml_syntax_error_names_line(tmp_path):
+    msg, p = _error(tmp_path, "    holds: [I, O]", "    holds: [I, O")
+    assert msg.startswith(f"{p}:") and "YAML syntax error" in msg
+
+
+def test_not_a_mapping(tmp_path):
+    p = tmp_path / "x.yaml"
+    p.write_text("- 1\n- 2\n")
+    with pytest.raises(UserError, match="expected a mapping of config fields"):
+        load_architecture(p)
+
+
+def test_unknown_name_lists_shipped():
+    with pytest.raises(UserError, match="no such hardware config .*tpu_like"):
+        load_architecture("no_such_config")
+
+
+def test_cli_check_exit_2_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("    read_bw: 4", "    read_bw: 0"))
+    dse = [sys.executable, "-c", "from dse.cli import main; main()"]
+    r = subprocess.run(
+        [*dse, "schema", "hw", "--check", str(bad)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == f"error: {bad}:15: levels[1].read_bw: expected a number > 0, got 0"
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    r = subprocess.run(
+        [*dse, "schema", "hw", "--check", str(good)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 0 and r.stdout.startswith("OK ")
