@@ -22,11 +22,12 @@ def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo:
     return _export(module, example_inputs, path, dynamo=dynamo, opset=opset)
 
 
-def import_onnx(path: str | Path, *, allow_unsupported: bool = False) -> Workload:
+def import_onnx(path: str | Path, *, allow_unsupported: bool = False,
+                input_shapes: dict[str, tuple[int, ...]] | None = None) -> Workload:
     """An ONNX file as a :class:`Workload`; see importer.py."""
     from compiler.frontend.importer import import_onnx as _import
 
-    return _import(path, allow_unsupported=allow_unsupported)
+    return _import(path, allow_unsupported=allow_unsupported, input_shapes=input_shapes)
 
 
 def __getattr__(name: str) -> Any:

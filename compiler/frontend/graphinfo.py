@@ -60,6 +60,8 @@ class Graph:
     outputs: list[str]
     static_producers: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     """For every constant tensor made by a node: (node name, that node's inputs)."""
+    fixed_dims: list[str] = field(default_factory=list)
+    """Symbolic input dims the importer set to 1 (``x[0]=batch``), for error messages."""
     bits: dict[str, int] = field(default_factory=dict)
     """Effective bit width of tensors whose values came from a narrower type (see :func:`note_bits`)."""
 

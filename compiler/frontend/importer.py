@@ -22,8 +22,12 @@ _BUILDERS = {"mac": build_mac, "vector": build_vector, "layout": build_layout, "
              None: build_host}
 
 
-def import_onnx(path: str | Path, *, allow_unsupported: bool = False) -> Workload:
+def import_onnx(path: str | Path, *, allow_unsupported: bool = False,
+                input_shapes: dict[str, tuple[int, ...]] | None = None) -> Workload:
     """Import an ONNX model as a workload graph; weights are not needed, only shapes.
+
+    ``input_shapes`` overrides the declared shapes of graph inputs (by name); otherwise symbolic
+    input dims are set to 1.
 
     Raises UserError for a file that is not ONNX or truncated, an unsupported op (unless
     ``allow_unsupported``), or shapes that cannot be inferred. Warnings (missing weights, fixed
@@ -36,8 +40,9 @@ def import_onnx(path: str | Path, *, allow_unsupported: bool = False) -> Workloa
         model = read_model(path)
         producers = constants_to_initializers(model)
         skeletonize_weights(model, path)
-        fix_input_dims(model, path)
+        fixed = fix_input_dims(model, path, input_shapes)
         graph = resolve(model, path, allow_unsupported, producers)
+        graph.fixed_dims = fixed
         workload = build_workload(graph)
     for w in caught:
         text = str(w.message)

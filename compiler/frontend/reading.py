@@ -154,14 +154,20 @@ def weight_inputs(graph: Any) -> list[str]:
             if i.name not in initialized and slots.get(i.name) and all(slots[i.name])]
 
 
-def fix_input_dims(model: Any, path: Path) -> None:
-    """Give every data input a static shape (symbolic dims become 1, with a warning)."""
+def fix_input_dims(model: Any, path: Path, shapes: dict[str, tuple[int, ...]] | None = None) -> list[str]:
+    """Give every data input a static shape: ``shapes[name]`` if given, else symbolic dims become 1
+    (with a warning). Returns the dims that were fixed."""
     initialized = {t.name for t in model.graph.initializer}
+    shapes = dict(shapes or {})
     fixed: list[str] = []
     for inp in model.graph.input:
         if inp.name in initialized:
             continue
         tt = inp.type.tensor_type
+        if inp.name in shapes:
+            tt.ClearField("shape")
+            for n in shapes.pop(inp.name):
+                tt.shape.dim.add().dim_value = int(n)
         if not inp.type.HasField("tensor_type") or not tt.HasField("shape"):
             raise UserError(f"{path}: graph input {inp.name!r} has no shape, so layer shapes cannot be inferred "
                             f"(export the model with a static input shape)")
@@ -170,9 +176,12 @@ def fix_input_dims(model: Any, path: Path) -> None:
                 fixed.append(f"{inp.name}[{k}]={dim.dim_param or '?'}")
                 dim.Clear()
                 dim.dim_value = 1
+    if shapes:
+        raise UserError(f"{path}: input_shapes names {sorted(shapes)}, which are not graph inputs")
     if fixed:
         warnings.warn(f"{path}: symbolic input dims fixed to 1: {', '.join(fixed)}", stacklevel=3)
     del model.graph.value_info[:]
     for out in model.graph.output:
         if any(not d.HasField("dim_value") for d in out.type.tensor_type.shape.dim):
             out.type.tensor_type.ClearField("shape")
+    return fixed

@@ -15,6 +15,7 @@ from typing import Any
 from compiler.frontend.context import Context
 from compiler.frontend.optable import NON_DATA_SLOTS, NORM_OPS, VECTOR_OPS
 from compiler.frontend.workload import Layer
+from costmodel.errors import UserError
 
 
 def build_vector(ctx: Context, node: Any) -> list[Layer]:
@@ -27,6 +28,14 @@ def build_vector(ctx: Context, node: Any) -> list[Layer]:
 def build_layout(ctx: Context, node: Any) -> list[Layer]:
     layer = ctx.layer(node, "layout")
     _constant_params(ctx, node, layer)
+    if node.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and layer.input_shapes:
+        before, after = math.prod(layer.input_shapes[0]), math.prod(layer.output_shapes[0])
+        if before != after:
+            fixed = ctx.graph.fixed_dims
+            hint = (f"; the symbolic input dims set to 1 ({', '.join(fixed)}) are baked in elsewhere in the model: "
+                    f"pass input_shapes= or export with static shapes") if fixed else ""
+            raise UserError(f"{ctx.where(node)}: reshapes {before} elements into {list(layer.output_shapes[0])} "
+                            f"({after} elements){hint}")
     return [layer]
 
 

@@ -149,3 +149,49 @@ def test_dynamo_refuses_old_opsets(tmp_path):
     with pytest.raises(UserError, match="opset >= 18"):
         export_onnx(nn.Linear(2, 2), (torch.zeros(1, 2),), tmp_path / "l.onnx", opset=17)
     assert list(tmp_path.iterdir()) == []
+
+
+class _MhaBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mha = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.ff = nn.Linear(16, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, _ = self.mha(x, x, x, need_weights=False)
+        return nn.functional.gelu(self.ff(x + a))
+
+
+# seq 6, dim 16, 2 heads of 8: in-proj 6*16*48 = 4608; QK^T 2*6*6*8 = 576; PV 576;
+# out-proj 6*16*16 = 1536; ff 6*16*32 = 3072
+MHA_MACS = 4608 + 576 + 576 + 1536 + 3072
+
+
+def _legacy_dynamic(tmp_path, axes):
+    import warnings
+
+    path = tmp_path / "mha.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_MhaBlock().eval(), (torch.randn(1, 6, 16),), str(path), dynamo=False,
+                          input_names=["x"], dynamic_axes={"x": axes})
+    return path
+
+
+def test_symbolic_batch_is_fixed_to_one_through_shape_plumbing(tmp_path):
+    # the TorchScript exporter computes every reshape target with Shape/Gather/Concat at run time
+    path = _legacy_dynamic(tmp_path, {0: "batch"})
+    with pytest.warns(UserWarning, match=r"x\[0\]=batch"):
+        wl = import_onnx(path)
+    assert wl.total_macs == MHA_MACS
+    assert sorted(x.problem.sizes["B"] for x in wl.mac_layers()) == [1, 1, 1, 2, 2]
+    assert wl.mac_layers()[-1].post_ops == ["Gelu"]
+
+
+def test_symbolic_sequence_baked_into_constants_is_reported(tmp_path):
+    from costmodel.errors import UserError
+
+    path = _legacy_dynamic(tmp_path, {0: "batch", 1: "seq"})
+    with pytest.raises(UserError, match=r"reshapes .* x\[1\]=seq"):
+        import_onnx(path)
+    assert import_onnx(path, input_shapes={"x": (1, 6, 16)}).total_macs == MHA_MACS
