@@ -1,19 +1,19 @@
 """Exact access counts of a batch of mappings, in closed form over the batch axis.
 
 The semantics (docs/semantics.md) are those of the brute-force walker in
-tests/costmodel/bruteforce.py, which this must equal exactly. For each tensor, each pair of
+tests/costmodel/bruteforce.py, which this equals exactly. For each tensor, each pair of
 consecutive levels that keep it (parent p, child c; the MACs are the last child, c = L) is a
-*link*; everything is a sum over links of two counts:
+*link*; every count is a sum over links of two quantities:
 
-- ``entries(q)``: over the steps of the temporal loops above c, the new elements of the child
-  instances, where instances differing only in the spatial digits of networks q..c-1 that have
-  the flag (multicast, or spatial reduction) are merged (needed at once → counted once);
-- ``distinct(q)``: elements each merged group ever holds (the reads skipped as never written).
+- ``entries``: over the steps of the temporal loops above c, the new elements of the child
+  instances, where instances differing only in spatial digits of some networks between p and c
+  (those with multicast, or with spatial reduction) are merged (needed at once: counted once);
+- ``distinct``: elements each merged group ever holds (the reads skipped as never written).
 
-Per step, with loop i the innermost one that advanced, the tile moves by a shift Δ_i per axis;
+Per step, with loop i the innermost one that advanced, the tiles move by a shift Δ_i per axis;
 new elements = |U| - Π_axes Stab_axis(Δ_i) (U: merged tile; Stab: elements every covering child
-already had). Single-term axes give Stab = |U| if the axis did not move, else 0; multi-term
-(sliding-window) axes use the exact tables of costmodel.tiles.
+already had). A single-term axis gives Stab = |U| if it did not move, else 0; multi-term
+(sliding-window) axes use the exact tables of costmodel.tiles. Arrays keep the batch axis last.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodel.problem import Problem
-from costmodel.tiles import Axis, Geometry, merged_stats, sumset_sizes, tensor_axes, tile_words, window_table
+from costmodel.tiles import (
+    Axis,
+    Geometry,
+    Shape,
+    merged_stats,
+    shape_of,
+    sumset_sizes,
+    tile_words,
+    window_table,
+)
 
 
 @dataclass
@@ -43,232 +52,233 @@ class Accesses:
         return self.fills + self.updates
 
 
-@dataclass
 class _Batch:
-    """Arrays shared by every tensor's links."""
+    """Arrays shared by every tensor's links, [.., D, B]."""
 
-    t: np.ndarray  # temporal factors [B, L, D]
-    xy: np.ndarray  # spatial X*Y per level and dim [B, L, D]
-    geo: Geometry
-    wts: np.ndarray  # steps at which each temporal loop advances [B, L, D]
-    pos: np.ndarray  # nest position of each temporal loop [B, L, D]
-    w_t: np.ndarray  # place value of each temporal loop [B, L, D]
-    r_cum: np.ndarray  # prefix over levels of (f-1)*w of temporal loops [B, L+1, D]
-    rank: np.ndarray
-    n_above: np.ndarray  # product of temporal factors of levels < c [B, L+1]
-    sp_above: np.ndarray  # product of spatial factors of networks < c [B, L+1]
+    def __init__(self, batch, shape: Shape, arch) -> None:
+        geo = Geometry.of(batch, shape)
+        idx = list(shape.active)
+        rank = np.ascontiguousarray(batch.order[:, :, idx].transpose(1, 2, 0))
+        if len(idx) < batch.order.shape[2]:  # dense ranks among the active dims (0..D-1)
+            rank = (rank[:, None, :, :] < rank[:, :, None, :]).sum(axis=2)
+        t = geo.t
+        n_lv, d, b = t.shape
+        self.geo, self.t, self.rank, self.xy = geo, t, rank, geo.xy
+        self.n_above = np.ones((n_lv + 1, b), np.int64)
+        self.sp_above = np.ones((n_lv + 1, b), np.int64)
+        for m in range(n_lv):
+            self.n_above[m + 1] = self.n_above[m] * t[m].prod(axis=0)
+            self.sp_above[m + 1] = self.sp_above[m] * geo.xy[m].prod(axis=0)
+        perm = np.empty_like(rank)
+        np.put_along_axis(perm, rank, np.broadcast_to(np.arange(d)[None, :, None], rank.shape), axis=1)
+        ts = np.take_along_axis(t, perm, axis=1)
+        cum = np.ones_like(ts)
+        for j in range(1, d):
+            np.multiply(cum[:, j - 1], ts[:, j - 1], out=cum[:, j])
+        within = np.take_along_axis(cum, rank, axis=1)
+        self.wts = self.n_above[:n_lv, None, :] * within * (t - 1)  # steps at which a loop advances
+        self.pos = np.arange(n_lv)[:, None, None] * d + rank  # nest position of each temporal loop
+        self.w_t = geo.w[0::3]  # place value of each temporal loop
+        self.r_cum = np.zeros((n_lv + 1, d, b), np.int64)  # prefix of (f-1)*w over temporal loops
+        for m in range(n_lv):
+            self.r_cum[m + 1] = self.r_cum[m] + (t[m] - 1) * self.w_t[m]
+        # networks whose fan-out is 1 merge nothing: leaving them out makes equal merge sets equal
+        fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
+        self.flags = {
+            "mc": [lv.multicast and f for lv, f in zip(arch.levels, fan)],
+            "red": [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)],
+        }
+        self._xy_above: dict[int, np.ndarray] = {}
 
+    def xy_over(self, nets: tuple[int, ...]) -> np.ndarray | None:
+        """[D, B] product of the spatial factors of networks ``nets`` (None when there are none)."""
+        if not nets:
+            return None
+        out = self.xy[nets[0]]
+        for m in nets[1:]:
+            out = out * self.xy[m]
+        return out
 
-def _prepare(batch) -> _Batch:
-    t, rank = batch.temporal, batch.order
-    b, n_lv, d = t.shape
-    geo = Geometry.of(t, batch.spatial_x, batch.spatial_y)
-    lvl = t.prod(axis=2)
-    n_above = np.ones((b, n_lv + 1), np.int64)
-    n_above[:, 1:] = np.cumprod(lvl, axis=1)
-    perm = np.argsort(rank, axis=2, kind="stable")
-    ts = np.take_along_axis(t, perm, axis=2)
-    cum = np.ones_like(ts)
-    cum[:, :, 1:] = np.cumprod(ts[:, :, :-1], axis=2)
-    within = np.take_along_axis(cum, rank, axis=2)
-    wts = n_above[:, :n_lv, None] * within * (t - 1)
-    pos = np.arange(n_lv)[None, :, None] * d + rank
-    w_t = geo.w[:, :, 0::3].transpose(0, 2, 1)
-    r_cum = np.zeros((b, n_lv + 1, d), np.int64)
-    r_cum[:, 1:] = np.cumsum((t - 1) * w_t, axis=1)
-    xy = batch.spatial_x * batch.spatial_y
-    sp_above = np.ones((b, n_lv + 1), np.int64)
-    sp_above[:, 1:] = np.cumprod(xy.prod(axis=2), axis=1)
-    return _Batch(t, xy, geo, wts, pos, w_t, r_cum, rank, n_above, sp_above)
+    def xy_above(self, c: int) -> np.ndarray:
+        if c not in self._xy_above:
+            self._xy_above[c] = self.xy_over(tuple(range(c))) if c else np.ones_like(self.xy[0])
+        return self._xy_above[c]
 
 
 def _shifts(bt: _Batch, ax: Axis, c: int) -> np.ndarray:
-    """Δ of a multi-term axis when temporal loop (m < c, dim e0) advances: [B, c, D]."""
-    d = bt.t.shape[2]
-    eye = np.eye(d, dtype=bool)
-    total = np.zeros(bt.t[:, :c].shape, np.int64)
+    """Δ of a multi-term axis when temporal loop (level m < c, dim e0) advances: [c, D, B]."""
+    rk = bt.rank[:c]
+    total = np.zeros(bt.t[:c].shape, np.int64)
     for coef, e in ax.terms:
-        rk = bt.rank[:, :c]
-        own = np.where(eye[e][None, None, :], bt.w_t[:, :c, e][:, :, None], 0)
-        later = (rk[:, :, e][:, :, None] > rk) & ~eye[e][None, None, :]
-        reset_here = np.where(later, ((bt.t[:, :c, e] - 1) * bt.w_t[:, :c, e])[:, :, None], 0)
-        reset_below = (bt.r_cum[:, c, e][:, None] - bt.r_cum[:, 1:c + 1, e])[:, :, None]
-        total += coef * (own - reset_here - reset_below)
+        # loops of e at levels between the advancing loop's and c wrap to 0 ...
+        reset_below = coef * (bt.r_cum[1:c + 1, e] - bt.r_cum[c, e])
+        total += reset_below[:, None, :]
+        # ... and so does e's loop at the same level when it is inner to the advancing loop
+        reset_here = coef * (bt.t[:c, e] - 1) * bt.w_t[:c, e]
+        total -= np.where(rk[:, e][:, None, :] > rk, reset_here[:, None, :], 0)
+        total[:, e] += coef * bt.w_t[:c, e]  # the advancing loop itself, when it is e's
     return total
 
 
-def _merged_key(bt: _Batch, ax: Axis, c: int, merged_lv: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Key rows [N, terms*(1+4L)]: per term its tile extent and (w, f) of merged spatial digits."""
-    n_lv = bt.t.shape[1]
-    cols = []
-    ext = bt.geo.extent(c)[rows]
-    for _, e in ax.terms:
-        cols.append(ext[:, e][:, None])
-        for m in range(n_lv):
-            for s in (3 * m + 1, 3 * m + 2):
-                f = bt.geo.f[rows, e, s]
-                on = merged_lv[m] & (f > 1)
-                cols.append(np.where(on, bt.geo.w[rows, e, s], 0)[:, None])
-                cols.append(np.where(on, f, 1)[:, None])
-    return np.concatenate(cols, axis=1)
-
-
 class _Link:
-    """Counts for one tensor and one child level c, for every possible parent."""
+    """Counts for one tensor and one child level c (c = L: the MACs), for every parent."""
 
-    def __init__(self, problem: Problem, bt: _Batch, axes: list[Axis], c: int) -> None:
-        self.bt, self.axes, self.c = bt, axes, c
-        self.mac = c == bt.t.shape[1]
-        self.sizes = tuple(n for _, n in problem.dims)
+    def __init__(self, shape: Shape, bt: _Batch, axes: tuple[Axis, ...], c: int) -> None:
+        self.bt, self.c, self.sizes = bt, c, shape.sizes
+        self.mac = c == bt.t.shape[0]
         self.st = [ax.terms[0][1] for ax in axes if ax.single]
         self.mt = [ax for ax in axes if not ax.single]
         self.ext = bt.geo.extent(c)
         self.tables = [window_table(ax, self.sizes) for ax in self.mt]
         self.rows0 = [tab.row(self.ext) for tab in self.tables]
-        self.u0 = np.ones(len(bt.t), np.int64)
+        b = self.ext.shape[1]
+        self.u_tile = np.ones(b, np.int64)  # |tile| of the child, multi-term axes
         for tab, row in zip(self.tables, self.rows0):
-            self.u0 = self.u0 * tab.size[row]
+            self.u_tile = self.u_tile * tab.size[row]
+        self._cache: dict[tuple, np.ndarray] = {}
         if self.mac:
             return
-        st_mask = np.zeros(bt.t.shape[2], bool)
+        st_mask = np.zeros(bt.t.shape[1], bool)
         st_mask[self.st] = True
-        tc = bt.t[:, :c]
-        js = np.where((tc > 1) & st_mask, bt.pos[:, :c], -1).max(axis=(1, 2))
-        # steps after the innermost advancing loop of a single-term dimension: only these can reuse
-        self.after = np.where(bt.pos[:, :c] > js[:, None, None], bt.wts[:, :c], 0)
+        js = np.where((bt.t[:c] > 1) & st_mask[None, :, None], bt.pos[:c], -1).max(axis=(0, 1), initial=-1)
+        # only steps after the innermost advancing loop of a single-term dimension can reuse
+        self.after = np.where(bt.pos[:c] > js[None, None, :], bt.wts[:c], 0)
         self.shift = [_shifts(bt, ax, c) for ax in self.mt]
-        self.s0 = self._reused(np.arange(len(bt.t)), {})
+        self.s0 = self._reused(None, {})
 
-    def _reused(self, rows: np.ndarray, over: dict[int, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        """Σ over steps after j* of Π_multi-term-axes Stab(Δ), for ``rows``; ``over`` replaces an
-        axis's unmerged table by per-row merged Stab rows (indexed like ``rows``)."""
-        stab = np.ones(self.after[rows].shape, np.int64)
+    def _reused(self, rows: np.ndarray | None, over: dict) -> np.ndarray:
+        """Σ over steps of Π over multi-term axes of Stab(Δ), for ``rows`` (None: all); ``over[k]``
+        = (distinct Stab rows, index per row) replaces axis k's unmerged table."""
+        sel = slice(None) if rows is None else rows
+        prod = self.after[:, :, sel]
         for k, (tab, row0, sh) in enumerate(zip(self.tables, self.rows0, self.shift)):
-            shk = np.clip(sh[rows], -tab.span, tab.span) + tab.span
+            shk = np.clip(sh[:, :, sel], -tab.span, tab.span) + tab.span
             if k in over:
-                srow = over[k]
-                part = np.take_along_axis(srow, shk.reshape(len(rows), -1), axis=1).reshape(shk.shape)
+                srows, inv = over[k]
+                prod = prod * srows[inv[None, None, :], shk]
             else:
-                part = tab.overlap[row0[rows][:, None, None], shk]
-            stab = stab * part
-        return (self.after[rows] * stab).sum(axis=(1, 2))
+                prod = prod * tab.overlap[row0[sel][None, None, :], shk]
+        return prod.sum(axis=(0, 1))
 
-    def _merged_f(self, merged_lv: np.ndarray) -> np.ndarray:
-        sel = self.bt.xy[:, : self.c][:, merged_lv[: self.c]]
-        return sel.prod(axis=1)  # [B, D]
-
-    def entries(self, merged_lv: np.ndarray) -> np.ndarray:
-        """entries(q) for the networks flagged in ``merged_lv`` (a [L] bool, only levels q..c-1 set)."""
+    def entries(self, kind: str, q: int) -> np.ndarray:
+        """entries for merging over the ``kind``-flagged networks q..c-1."""
+        nets = tuple(m for m in range(q, self.c) if self.bt.flags[kind][m])
+        key = ("e", nets)
+        if key in self._cache:
+            return self._cache[key]
         bt, c = self.bt, self.c
-        mf = self._merged_f(merged_lv)
-        groups = bt.sp_above[:, c] // mf.prod(axis=1)
-        u_st = np.ones(len(bt.t), np.int64)
+        mf = bt.xy_over(nets)
+        groups = bt.sp_above[c] if mf is None else bt.sp_above[c] // mf.prod(axis=0)
+        u_st = np.ones_like(groups)
         for e in self.st:
-            u_st = u_st * self.ext[:, e] * mf[:, e]
-        u_mt = self.u0.copy()
-        merged_rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for k, ax in enumerate(self.mt):
-            dims = [e for _, e in ax.terms]
-            rows = np.nonzero((mf[:, dims] > 1).any(axis=1))[0]
-            if rows.size == 0:
-                continue
-            keys = _merged_key(bt, ax, c, merged_lv, rows)
-            usz, srows = merged_stats(tuple(cf for cf, _ in ax.terms), ax.extent, keys)
-            u_mt[rows] = u_mt[rows] // self.tables[k].size[self.rows0[k][rows]] * usz
-            merged_rows[k] = (rows, srows)
+            u_st = u_st * self.ext[e] if mf is None else u_st * self.ext[e] * mf[e]
+        u_mt = self.u_tile
+        s = None if self.mac else self.s0
+        if mf is not None and self.mt:
+            u_mt = u_mt.copy()
+            over: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            touched = np.zeros(len(groups), bool)
+            for k, ax in enumerate(self.mt):
+                rows = np.nonzero((mf[[e for _, e in ax.terms]] > 1).any(axis=0))[0]
+                if rows.size:
+                    touched[rows] = True
+            rows = np.nonzero(touched)[0]
+            if rows.size:
+                for k, ax in enumerate(self.mt):
+                    usz, srows, inv = merged_stats(tuple(cf for cf, _ in ax.terms), ax.extent,
+                                                   self._key(ax, nets, rows))
+                    u_mt[rows] = u_mt[rows] // self.tables[k].size[self.rows0[k][rows]] * usz
+                    over[k] = (srows, inv)
+                if not self.mac:
+                    s = s.copy()
+                    s[rows] = self._reused(rows, over)
         if self.mac:
-            return groups * bt.n_above[:, c] * u_st * u_mt
-        s = self.s0
-        if merged_rows:
-            rows = np.unique(np.concatenate([r for r, _ in merged_rows.values()]))
-            over = {}
-            for k, (r_k, srow) in merged_rows.items():
-                full = np.zeros((len(rows), srow.shape[1]), np.int64)
-                idx = np.searchsorted(rows, r_k)
-                full[idx] = srow
-                missing = np.ones(len(rows), bool)
-                missing[idx] = False
-                tab = self.tables[k]
-                full[missing] = tab.overlap[self.rows0[k][rows[missing]]]
-                over[k] = full
-            s = s.copy()
-            s[rows] = self._reused(rows, over)
-        return groups * (bt.n_above[:, c] * u_st * u_mt - u_st * s)
+            out = groups * bt.n_above[c] * u_st * u_mt
+        else:
+            out = groups * u_st * (bt.n_above[c] * u_mt - s)
+        self._cache[key] = out
+        return out
 
-    def distinct(self, merged_lv: np.ndarray) -> np.ndarray:
+    def _key(self, ax: Axis, nets: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        """Per row: for each term its tile extent and (w, f) of its merged spatial digits."""
+        geo, cols = self.bt.geo, []
+        for _, e in ax.terms:
+            cols.append(self.ext[e, rows])
+            for m in nets:
+                for s in (3 * m + 1, 3 * m + 2):
+                    f = geo.f[s, e, rows]
+                    cols += [np.where(f > 1, geo.w[s, e, rows], 0), f]
+        return np.stack(cols, axis=1)
+
+    def distinct(self, kind: str, q: int) -> np.ndarray:
         """Elements ever held per merged group, summed over groups."""
+        nets = tuple(m for m in range(q, self.c) if self.bt.flags[kind][m])
+        key = ("d", nets)
+        if key in self._cache:
+            return self._cache[key]
         bt, c = self.bt, self.c
-        mf = self._merged_f(merged_lv)
-        groups = bt.sp_above[:, c] // mf.prod(axis=1)
-        above = bt.xy[:, :c].prod(axis=1)  # spatial factors of networks < c per dim
-        out = groups.copy()
+        mf = bt.xy_over(nets)
+        mf = np.ones_like(bt.xy[0]) if mf is None else mf
+        out = bt.sp_above[c] // mf.prod(axis=0)
+        above = bt.xy_above(c)
         for e in self.st:
-            out = out * (self.sizes[e] // (above[:, e] // mf[:, e]))
-        n_lv = bt.t.shape[1]
+            out = out * (self.sizes[e] // (above[e] // mf[e]))
+        geo = bt.geo
         for ax in self.mt:
             cols = []
             for _, e in ax.terms:
-                for s in range(3 * n_lv):
-                    m, kind = divmod(s, 3)
-                    f = bt.geo.f[:, e, s]
-                    incl = np.ones(len(f), bool) if (kind == 0 or m >= c or merged_lv[m]) else np.zeros(len(f), bool)
-                    incl = incl & (f > 1)
-                    cols.append(np.where(incl, bt.geo.w[:, e, s], 0)[:, None])
-                    cols.append(np.where(incl, f, 1)[:, None])
-            out = out * sumset_sizes(tuple(cf for cf, _ in ax.terms), np.concatenate(cols, axis=1))
+                for s in range(geo.f.shape[0]):
+                    m, kind_s = divmod(s, 3)
+                    if kind_s == 0 or m >= c or m in nets:
+                        f = geo.f[s, e]
+                        cols += [np.where(f > 1, geo.w[s, e], 0), f]
+            out = out * sumset_sizes(tuple(cf for cf, _ in ax.terms), np.stack(cols, axis=1))
+        self._cache[key] = out
         return out
 
 
 def access_counts(problem: Problem, arch, batch) -> Accesses:
     """Fills, reads, updates and hops of every level and tensor for every mapping of ``batch``."""
-    bt = _prepare(batch)
-    b, n_lv, _ = bt.t.shape
+    shape = shape_of(problem)
+    bt = _Batch(batch, shape, arch)
+    n_lv, _, b = bt.t.shape
     n_t = len(problem.tensors)
-    mc = np.array([lv.multicast for lv in arch.levels], bool)
-    red = np.array([lv.spatial_reduction for lv in arch.levels], bool)
-    fills, reads, updates, hops = (np.zeros((b, n_lv, n_t), np.int64) for _ in range(4))
-    ar = np.arange(b)
+    fills, reads, updates, hops = (np.zeros((n_lv, n_t, b), np.int64) for _ in range(4))
+    keep_all = np.ascontiguousarray(batch.keep.transpose(1, 2, 0))
+    keep_all[0] = True
     lv_idx = np.arange(n_lv)
-    for ti, axes in enumerate(tensor_axes(problem)):
+    for ti, axes in enumerate(shape.axes):
         is_out = problem.tensors[ti].is_output
-        keep = batch.keep[:, :, ti].copy()
-        keep[:, 0] = True
-        last_keep = np.maximum.accumulate(np.where(keep, lv_idx, 0), axis=1)
+        keep = keep_all[:, ti]
+        last_keep = np.maximum.accumulate(np.where(keep, lv_idx[:, None], 0), axis=0)
         for c in range(1, n_lv + 1):
-            exists = keep[:, c] if c < n_lv else np.ones(b, bool)
+            exists = keep[c] if c < n_lv else np.ones(b, bool)
             if not exists.any():
                 continue
-            parent = last_keep[:, c - 1]
-            link = _Link(problem, bt, axes, c)
-            qs = range(int(parent[exists].min()), c + 1)
+            parent = last_keep[c - 1]
+            link = _Link(shape, bt, axes, c)
+            q0 = int(parent[exists].min())
 
-            e_mc = {q: link.entries(mc & (lv_idx >= q) & (lv_idx < c)) for q in qs}
-            if is_out:
-                d_mc = {q: link.distinct(mc & (lv_idx >= q) & (lv_idx < c)) for q in qs}
-                e_red = {q: link.entries(red & (lv_idx >= q) & (lv_idx < c)) for q in qs}
-                down = {q: e_mc[q] - d_mc[q] for q in qs}
-            else:
-                down = e_mc
+            def down(q: int, link: _Link = link, is_out: bool = is_out) -> np.ndarray:
+                if is_out:
+                    return link.entries("mc", q) - link.distinct("mc", q)
+                return link.entries("mc", q)
+
             if c < n_lv:
-                fills[:, c, ti] += np.where(exists, down[c], 0)
-            stack = np.zeros((b, c + 1), np.int64)
-            for q in qs:
-                stack[:, q] = down[q]
-            reads[ar, parent, ti] += np.where(exists, stack[ar, parent], 0)
-            if is_out:
-                up = np.zeros((b, c + 1), np.int64)
-                for q in qs:
-                    up[:, q] = e_red[q]
-                updates[ar, parent, ti] += np.where(exists, up[ar, parent], 0)
-                stack = stack + up
-            for lvl in range(int(parent[exists].min()), c):
-                hops[:, lvl, ti] += np.where(exists & (parent <= lvl), stack[:, lvl + 1], 0)
-    words = tile_words(problem, batch)
-    keep_all = batch.keep.copy()
-    keep_all[:, 0] = True
+                fills[c, ti] += np.where(exists, down(c), 0)
+            for q in range(q0, c):
+                here = exists & (parent == q)
+                if here.any():
+                    reads[q, ti] += np.where(here, down(q), 0)
+                    if is_out:
+                        updates[q, ti] += np.where(here, link.entries("red", q), 0)
+                below = exists & (parent <= q)
+                if below.any():
+                    moved = down(q + 1) + (link.entries("red", q + 1) if is_out else 0)
+                    hops[q, ti] += np.where(below, moved, 0)
+    words = tile_words(problem, batch, bt.geo)
     return Accesses(
-        fills=fills, reads=reads, updates=updates, hops=hops,
-        tile_words=np.where(keep_all, words, 0),
-        macs=np.full(b, problem.macs, np.int64),
-        temporal_steps=bt.t.prod(axis=(1, 2)),
+        fills=fills.transpose(2, 0, 1), reads=reads.transpose(2, 0, 1), updates=updates.transpose(2, 0, 1),
+        hops=hops.transpose(2, 0, 1), tile_words=np.where(keep_all.transpose(2, 0, 1), words, 0),
+        macs=np.full(b, problem.macs, np.int64), temporal_steps=bt.t.prod(axis=(0, 1)),
     )

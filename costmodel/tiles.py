@@ -26,20 +26,32 @@ from costmodel.problem import Problem
 
 @dataclass(frozen=True)
 class Axis:
-    """One tensor axis: ``terms`` are (coefficient, dimension index)."""
+    """One tensor axis: ``terms`` are (coefficient, index among the problem's active dimensions)."""
 
     terms: tuple[tuple[int, int], ...]
-    extent: int  # number of positions the axis spans over the whole problem (+1 margin for shifts)
+    extent: int  # positions the axis spans over the whole problem, plus one (shifts beyond: no overlap)
 
     @property
     def single(self) -> bool:
         return len(self.terms) == 1
 
 
-def tensor_axes(problem: Problem) -> list[list[Axis]]:
-    """Axes per tensor; rejects einsums the counting cannot treat exactly."""
+@dataclass(frozen=True)
+class Shape:
+    """A problem reduced to its active dimensions (size > 1: size-1 loops change nothing)."""
+
+    active: tuple[int, ...]  # indices into problem.dim_names
+    sizes: tuple[int, ...]  # sizes of the active dimensions
+    axes: tuple[tuple[Axis, ...], ...]  # per tensor, its axes that vary
+
+
+@functools.cache
+def shape_of(problem: Problem) -> Shape:
+    """Axes per tensor over the active dimensions; rejects einsums the counting cannot treat exactly."""
     dims = problem.dim_names
-    sizes = problem.sizes
+    full = problem.sizes
+    active = tuple(i for i, d in enumerate(dims) if full[d] > 1)
+    where = {dims[i]: k for k, i in enumerate(active)}
     out = []
     for t in problem.tensors:
         seen: set[str] = set()
@@ -50,33 +62,44 @@ def tensor_axes(problem: Problem) -> list[list[Axis]]:
                     raise UserError(f"problem {problem.kind}: tensor {t.name}: each dimension must appear "
                                     f"once with a positive coefficient (got {d!r} x{c})")
                 seen.add(d)
-            ext = 1 + sum(c * (sizes[d] - 1) for c, d in axis)
-            axes.append(Axis(tuple((c, dims.index(d)) for c, d in axis), ext + 1))
-        out.append(axes)
-    return out
+            terms = tuple((c, where[d]) for c, d in axis if full[d] > 1)
+            if terms:
+                axes.append(Axis(terms, 2 + sum(c * (full[d] - 1) for c, d in axis)))
+        out.append(tuple(axes))
+    return Shape(active, tuple(full[dims[i]] for i in active), tuple(out))
 
 
 @dataclass
 class Geometry:
-    """Per-batch digit arrays. ``f``/``w``: slot factors and place values [B, D, 3L];
-    ``suffix``: products of factors from a slot inward [B, D, 3L+1] (``suffix[..., 3c]`` is the
-    extent of each dimension in the tile at level c)."""
+    """Per-batch digit arrays, batch axis last: ``f``/``w`` slot factors and place values
+    [3L, D, B]; ``suffix`` products of factors from a slot inward [3L+1, D, B] (``suffix[3c]`` is
+    each dimension's extent in a tile at level c)."""
 
+    t: np.ndarray  # temporal factors [L, D, B]
+    xy: np.ndarray  # spatial X*Y factors [L, D, B]
     f: np.ndarray
     w: np.ndarray
     suffix: np.ndarray
 
     @classmethod
-    def of(cls, temporal: np.ndarray, spatial_x: np.ndarray, spatial_y: np.ndarray) -> Geometry:
-        b, n_lv, d = temporal.shape
-        f = np.stack([temporal, spatial_x, spatial_y], axis=2).reshape(b, 3 * n_lv, d).transpose(0, 2, 1)
-        suffix = np.ones((b, d, 3 * n_lv + 1), np.int64)
-        suffix[:, :, :-1] = np.cumprod(f[:, :, ::-1], axis=2)[:, :, ::-1]
-        return cls(f, suffix[:, :, 1:], suffix)
+    def of(cls, batch, shape: Shape) -> Geometry:
+        idx = list(shape.active)
+
+        def lay(a: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(a[:, :, idx].transpose(1, 2, 0))
+
+        t, sx, sy = lay(batch.temporal), lay(batch.spatial_x), lay(batch.spatial_y)
+        n_lv, d, b = t.shape
+        f = np.empty((3 * n_lv, d, b), np.int64)
+        f[0::3], f[1::3], f[2::3] = t, sx, sy
+        suffix = np.ones((3 * n_lv + 1, d, b), np.int64)
+        for j in range(3 * n_lv - 1, -1, -1):
+            np.multiply(suffix[j + 1], f[j], out=suffix[j])
+        return cls(t, sx * sy, f, suffix[1:], suffix)
 
     def extent(self, c: int) -> np.ndarray:
-        """[B, D] extent of each dimension in a tile at level c (c = L: a single MAC, 1)."""
-        return self.suffix[:, :, 3 * c]
+        """[D, B] extent of each dimension in a tile at level c (c = L: a single MAC, 1)."""
+        return self.suffix[3 * c]
 
 
 def _digit_values(digits: tuple[tuple[int, int], ...]) -> np.ndarray:
@@ -122,10 +145,10 @@ class WindowTable:
             self.overlap[r, 1:-1] = np.correlate(ind, ind, mode="full")[::-1]
 
     def row(self, extents: np.ndarray) -> np.ndarray:
-        """Row index per mapping from the [..., D] dimension extents."""
-        idx = np.zeros(extents.shape[:-1], np.int64)
+        """Row index per mapping from the [D, B] dimension extents."""
+        idx = np.zeros(extents.shape[1:], np.int64)
         for (_, d), lk, rad in zip(self.axis.terms, self.lookup, self.radix):
-            idx = idx * rad + lk[extents[..., d]]
+            idx = idx * rad + lk[extents[d]]
         return idx
 
     def stab(self, row: np.ndarray, shift: np.ndarray) -> np.ndarray:
@@ -145,7 +168,7 @@ def _merged_entry(coefs: tuple[int, ...], span: int, key: tuple[int, ...]) -> tu
     """(|U|, Stab row over shifts -span..span) for children with tiles ``X + o``, o in offsets O.
 
     ``key`` per term: tile extent n, then (w, f) pairs of its merged digits (f = 1: unused).
-    U = X ⊕ O; Stab(Δ) = #{v in U : every child covering v also covered v - Δ ... i.e. had v before}.
+    U = X ⊕ O; Stab(Δ) = #{v in U : every child covering v held it already before the tiles moved by Δ}.
     """
     cache_key = (coefs, span, key)
     hit = _MERGED.get(cache_key)
@@ -161,41 +184,33 @@ def _merged_entry(coefs: tuple[int, ...], span: int, key: tuple[int, ...]) -> tu
     x = _sumset(tiles)
     o = _sumset(offs)
     u = np.unique((x[:, None] + o[None, :]).ravel())
-    e = span
     top = int(u.max()) + 1
-    grid = np.arange(-e, top + e)  # v - Δ may leave [0, top)
-    xind = np.zeros(top + 2 * e + 1, bool)
-    xind[x] = True
-    # cov[o, v] = v - o in X, for v over grid
-    rel = grid[None, :] - o[:, None]
-    cov = np.where((rel >= 0) & (rel < top), xind[np.clip(rel, 0, top)], False)
-    vin = (grid >= 0) & (grid < top)
-    stab = np.zeros(2 * e + 1, np.int64)
-    vidx = np.nonzero(vin)[0]
-    covered = cov[:, vidx]
-    anyc = covered.any(axis=0)
     reach = int(x.max())  # shifts beyond the tile's span leave no child with its old elements
-    for k, delta in enumerate(range(-e, e + 1)):
-        if abs(delta) > reach:
-            continue
-        # child o had v at the previous step iff v + Δ - o in X (tiles moved by +Δ)
-        prev = cov[:, np.clip(vidx + delta, 0, grid.size - 1)] & (vidx + delta >= 0)[None, :] & \
-            (vidx + delta < grid.size)[None, :]
-        stable = anyc & ~(covered & ~prev).any(axis=0)
-        stab[k] = int(stable.sum())
+    xpad = np.zeros(2 * top + 2 * reach + 1, bool)  # xpad[i] = (i - top - reach) in X
+    xpad[x + top + reach] = True
+    rel = np.arange(top)[None, :] - o[:, None]  # [O, V]: v - o
+    covered = xpad[rel + top + reach]
+    anyc = covered.any(axis=0)
+    shifts = np.arange(-reach, reach + 1)
+    # child o had v at the previous step iff v + Δ - o is in X (the tiles moved by +Δ)
+    prev = xpad[rel[:, :, None] + shifts[None, None, :] + top + reach]
+    stable = anyc[:, None] & ~(covered[:, :, None] & ~prev).any(axis=0)
+    stab = np.zeros(2 * span + 1, np.int64)
+    stab[span - reach:span + reach + 1] = stable.sum(axis=0)
     out = (len(u), stab)
     _MERGED[cache_key] = out
     return out
 
 
-def merged_stats(coefs: tuple[int, ...], span: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For rows of ``keys`` [N, K]: |U| [N] and Stab rows [N, 2*span+1], via distinct rows."""
+def merged_stats(coefs: tuple[int, ...], span: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For rows of ``keys`` [N, K]: |U| [N], the distinct Stab rows [U, 2*span+1] and each key
+    row's index into them [N]."""
     uniq, inv = unique_rows(keys)
     sizes = np.empty(len(uniq), np.int64)
     rows = np.empty((len(uniq), 2 * span + 1), np.int64)
     for i, r in enumerate(uniq):
         sizes[i], rows[i] = _merged_entry(coefs, span, tuple(int(v) for v in r))
-    return sizes[inv], rows[inv]
+    return sizes[inv], rows, inv
 
 
 _SUMSET: dict[tuple, int] = {}
@@ -234,21 +249,21 @@ def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
-def tile_words(problem: Problem, batch) -> np.ndarray:
+def tile_words(problem: Problem, batch, geo: Geometry | None = None) -> np.ndarray:
     """[B, L, T] words of each tensor's tile at each level (per instance), kept or not; level 0
     holds the whole tensor."""
-    geo = Geometry.of(batch.temporal, batch.spatial_x, batch.spatial_y)
-    sizes = tuple(n for _, n in problem.dims)
-    n_lv = batch.temporal.shape[1]
-    out = np.ones((len(batch), n_lv, len(problem.tensors)), np.int64)
-    for ti, axes in enumerate(tensor_axes(problem)):
-        out[:, 0, ti] = problem.tensor_elements(problem.tensors[ti].name)
+    shape = shape_of(problem)
+    geo = geo or Geometry.of(batch, shape)
+    n_lv, _, b = geo.t.shape
+    out = np.ones((n_lv, len(problem.tensors), b), np.int64)
+    for ti, axes in enumerate(shape.axes):
+        out[0, ti] = problem.tensor_elements(problem.tensors[ti].name)
         for c in range(1, n_lv):
             ext = geo.extent(c)
             for ax in axes:
                 if ax.single:
-                    out[:, c, ti] *= ext[:, ax.terms[0][1]]
+                    out[c, ti] *= ext[ax.terms[0][1]]
                 else:
-                    tab = window_table(ax, sizes)
-                    out[:, c, ti] *= tab.size[tab.row(ext)]
-    return out
+                    tab = window_table(ax, shape.sizes)
+                    out[c, ti] *= tab.size[tab.row(ext)]
+    return out.transpose(2, 0, 1)

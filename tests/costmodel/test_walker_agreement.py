@@ -12,10 +12,11 @@ import pytest
 from bruteforce import walk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from standin import random_arch, random_mapping, random_problem
+from standin import Arch, Level, random_arch, random_mapping, random_problem
 
+from costmodel import problem as P
 from costmodel.analysis import access_counts
-from costmodel.mapping import MappingBatch
+from costmodel.mapping import LevelMapping, Mapping, MappingBatch
 
 FIELDS = ("fills", "reads", "updates", "hops", "tile_words")
 
@@ -43,8 +44,6 @@ def test_random_single_mapping_matches_walker(seed):
 def test_batch_rows_are_independent():
     """300 mappings of one layer in one batch: each row equals its own walk (no cross-talk)."""
     rng = random.Random(7)
-    from costmodel import problem as P
-
     prob = P.conv2d(2, 2, 6, 5, kernel=3, stride=1)
     arch = random_arch(rng, 4)
     maps = [random_mapping(rng, prob, arch) for _ in range(300)]
@@ -69,3 +68,15 @@ def test_many_random_mappings_match_walker():
     for seed in range(100_000, 105_000):
         prob, arch, m = _case(seed)
         _check(prob, arch, m, access_counts(prob, arch, MappingBatch.from_mappings([m], prob, arch)), 0)
+
+
+def test_single_mac_problem():
+    """Every dimension of size 1 (no loops at all): one word of I and W read, one O written."""
+    prob = P.matmul(1, 1, 1)
+    arch = Arch((Level("DRAM"), Level("RF")))
+    m = Mapping((LevelMapping(), LevelMapping()))
+    acc = access_counts(prob, arch, MappingBatch.from_mappings([m], prob, arch))
+    _check(prob, arch, m, acc, 0)
+    # DRAM reads I 1, W 1, O 0 (never written); DRAM receives the 1 output; the RF serves the MAC.
+    assert acc.reads[0].tolist() == [[1, 1, 0], [1, 1, 0]]
+    assert acc.updates[0].tolist() == [[0, 0, 1], [0, 0, 1]]
