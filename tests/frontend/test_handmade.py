@@ -217,3 +217,13 @@ def test_resize_and_pad_vector_ops(tmp_path):
              [("n", FLOAT, None), ("l", FLOAT, None), ("p", FLOAT, None)], inits)
     ops = {x.name: (x.vector_ops, x.params) for x in import_onnx(p).layers()}
     assert ops == {"nearest": (72, 0), "linear": (288, 0), "pad": (50, 0)}
+
+
+def test_inconsistent_shapes_name_the_node(tmp_path):
+    from costmodel.errors import UserError
+
+    # [2,3] @ [4,5]: the inner dims disagree, so strict shape inference fails on node 'mm'
+    p = save(tmp_path / "m.onnx", [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+             [("a", FLOAT, [2, 3]), ("b", FLOAT, [4, 5])], [("y", FLOAT, None)])
+    with pytest.raises(UserError, match=r"shape inference failed.*mm"):
+        import_onnx(p)
