@@ -6,6 +6,13 @@ validated, resolved view the mapper and the cost model use, with every per-acces
 leakage filled in from the technology model (:mod:`costmodel.tech`) unless the file overrides it.
 Cross-field rules (DRAM outermost, capacities, fan-out vs MAC count, names in constraints) are
 checked after the field types, each error naming the file, line and field path.
+
+Additions to CONTRACTS.md (fields only, nothing renamed): ``Level.ports``, ``Level.ideal_overlap``
+(Timeloop-style overlap WITHOUT halving the capacity; the latency model should treat it like
+``double_buffered`` for overlap, the mapper like a single buffer for capacity),
+``Level.network_area_mm2``, ``MacSpec.leak_mw``, ``Architecture.vdd/sram_cell/dram_type/description/
+fixed_overhead_mm2/technology``, ``Systolic.level``, ``VectorUnit`` costs. ``double_buffered``
+defaults to False: a tile may use half the capacity of a double-buffered level.
 """
 
 from __future__ import annotations
@@ -80,7 +87,14 @@ class LevelConfig(_Strict):
         False, description="The network below can add partial sums from children before writing here."
     )
     double_buffered: bool = Field(
-        True, description="Fills overlap compute (latency = max of compute and traffic, not their sum)."
+        False,
+        description="A second buffer: each tile may use only HALF the capacity, and moving the next tile "
+        "overlaps compute (latency = max of compute and traffic instead of their sum).",
+    )
+    ideal_overlap: bool = Field(
+        False,
+        description="Timeloop-style idealisation: transfers overlap compute although the FULL capacity "
+        "is usable by a tile (no second buffer). For comparisons with Timeloop; unphysical otherwise.",
     )
     read_pj: NonNeg | None = Field(None, description="Override: energy per word read (pJ).")
     write_pj: NonNeg | None = Field(None, description="Override: energy per word written (pJ).")
@@ -201,6 +215,7 @@ class Level(BaseModel):
     multicast: bool
     spatial_reduction: bool
     double_buffered: bool
+    ideal_overlap: bool
     instances: int
     read_pj: float
     write_pj: float

@@ -65,6 +65,9 @@ def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
             raise lines.error((*at, "holds"), f"expected distinct roles, got {lv.holds}")
         if i == 0 and set(lv.holds) != set(ROLES):
             raise lines.error((*at, "holds"), f"expected DRAM to hold all of I, W, O, got {lv.holds}")
+        if lv.double_buffered and lv.ideal_overlap:
+            raise lines.error((*at, "ideal_overlap"), "expected at most one of double_buffered and "
+                              "ideal_overlap (double buffering already overlaps transfers)")
         caps.append(_capacity(lv, lines, at))
     return caps
 
@@ -154,6 +157,7 @@ def resolve(cfg: HwConfig, lines: LineMap, source: str) -> Architecture:
                 multicast=lv.multicast,
                 spatial_reduction=lv.spatial_reduction,
                 double_buffered=lv.double_buffered,
+                ideal_overlap=lv.ideal_overlap,
                 instances=instances[i],
                 read_pj=_pick(lv.read_pj, c.read_pj),
                 write_pj=_pick(lv.write_pj, c.write_pj),
