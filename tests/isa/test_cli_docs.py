@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from compiler.isa import Finish, Gemm, Load
 from compiler.isa.binary import write_binary
 from compiler.isa.docgen import DOC_PATH, render
@@ -57,3 +59,28 @@ def test_doc_lists_every_field():
         assert f"### `{fmt.mnemonic}`" in text
         for f in fmt.operands:
             assert f"| `{f.name}` |" in text
+
+
+def test_binary_format_doc_example_assembles_and_is_canonical():
+    from compiler.isa.text import assemble, disassemble
+
+    doc = (DOC_PATH.parent / "binary-format.md").read_text()
+    block = doc.split("prints the canonical assembler text")[1].split("```")[1].lstrip("\n")
+    program = assemble(block, "docs/binary-format.md")
+    assert len(program.instructions) == 3 and program.debug[1].tile == "k0"
+    assert disassemble(program) == block
+
+
+def test_asm_embeds_the_config_fingerprint(tmp_path: Path):
+    arch_mod = pytest.importorskip("costmodel.arch")
+    fingerprint = arch_mod.load_architecture("tpu_like").fingerprint()
+    s = tmp_path / "p.s"
+    s.write_text("finish\n")
+    res = run("asm", str(s), "-o", str(tmp_path / "p.axb"), "--hw", "tpu_like")
+    assert res.returncode == 0, res.stderr
+    from compiler.isa.binary import read_binary
+
+    assert read_binary(tmp_path / "p.axb").fingerprint == fingerprint
+    s.write_text(".fingerprint 0123456789abcdef\nfinish\n")
+    res = run("asm", str(s), "-o", str(tmp_path / "q.axb"), "--hw", "tpu_like")
+    assert res.returncode == 2 and "is not the fingerprint" in res.stderr
