@@ -1,0 +1,183 @@
+"""Three in-order engine queues linked by four token FIFOs: the order and time of every instruction.
+
+Instructions are routed by engine (BARRIER and FINISH enter all three queues). The head of a queue
+may start when each FIFO it pops holds a token; among startable heads the one with the earliest
+start time runs next (ties: lowest instruction index), so functional execution follows the
+timeline. Start times do not depend on that choice: a queue is in order and the k-th pop of a
+FIFO always takes its k-th push. An instruction starts at ``max(engine free, popped tokens'
+arrival)`` and its pushed tokens arrive at its end.
+
+Protocol errors (SimError): *deadlock* (unfinished queues, no head can start), *overflow* (a
+FIFO of depth D receives push n while pop n-D is not ordered before it by tokens -- i.e. some
+timing would hold D+1 tokens; a timing-independent check), *leftover tokens* at FINISH, a
+missing or early FINISH.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compiler.isa.instructions import Barrier, Finish, Instruction, engine_of
+from compiler.isa.spec import Engine
+from compiler.sim.races import RaceDetector
+from compiler.sim.state import SimError
+
+_PREV = {Engine.EX: Engine.LD, Engine.ST: Engine.EX}
+_NEXT = {Engine.LD: Engine.EX, Engine.EX: Engine.ST}
+
+
+@dataclass
+class _Fifo:
+    src: Engine
+    dst: Engine
+    tokens: deque = field(default_factory=deque)  # (arrival cycle, pusher's vector clock, insn)
+    pushes: int = 0
+    pops: list = field(default_factory=list)  # per pop n: (popping engine's own clock, insn)
+
+    @property
+    def name(self) -> str:
+        return f"{self.src.name}->{self.dst.name}"
+
+
+@dataclass
+class Timeline:
+    """Per-instruction start/end cycles (-1: never ran) and per-engine totals."""
+
+    start: np.ndarray
+    end: np.ndarray
+    busy: dict[Engine, int]
+    stall: dict[Engine, int]
+    cycles: int
+
+
+def _pops(insn: Instruction, engine: Engine) -> list[tuple[Engine, Engine]]:
+    out = []
+    if getattr(insn, "pop_prev", False):
+        out.append((_PREV[engine], engine))
+    if getattr(insn, "pop_next", False):
+        out.append((_NEXT[engine], engine))
+    return out
+
+
+def _pushes(insn: Instruction, engine: Engine) -> list[tuple[Engine, Engine]]:
+    out = []
+    if getattr(insn, "push_prev", False):
+        out.append((engine, _PREV[engine]))
+    if getattr(insn, "push_next", False):
+        out.append((engine, _NEXT[engine]))
+    return out
+
+
+def run_queues(
+    insns: list[Instruction], depth: int, races: RaceDetector, describe: Callable[[int], str],
+    execute: Callable[[int, Engine], None], latency: Callable[[int], int],
+) -> Timeline:
+    """Run the program's queues to FINISH; ``execute(i, engine)`` does instruction i's work."""
+    if not insns or not isinstance(insns[-1], Finish):
+        raise SimError("program: the last instruction must be FINISH")
+    early = [i for i, x in enumerate(insns[:-1]) if isinstance(x, Finish)]
+    if early:
+        raise SimError(f"program: {describe(early[0])} is a FINISH before the end of the program")
+    queues: dict[Engine, list[int]] = {e: [] for e in Engine}
+    for i, insn in enumerate(insns):
+        eng = engine_of(insn)
+        for e in (Engine if eng is None else (eng,)):
+            queues[e].append(i)
+    fifos = {(a, b): _Fifo(a, b) for a, b in ((Engine.LD, Engine.EX), (Engine.EX, Engine.LD),
+                                               (Engine.EX, Engine.ST), (Engine.ST, Engine.EX))}
+    head = dict.fromkeys(Engine, 0)
+    free = dict.fromkeys(Engine, 0)
+    busy = dict.fromkeys(Engine, 0)
+    stall = dict.fromkeys(Engine, 0)
+    start = np.full(len(insns), -1, dtype=np.int64)
+    end = np.full(len(insns), -1, dtype=np.int64)
+
+    while True:
+        best = None  # (start cycle, index, engine)
+        for e in Engine:
+            if head[e] >= len(queues[e]):
+                continue
+            i = queues[e][head[e]]
+            insn = insns[i]
+            if isinstance(insn, Barrier | Finish):
+                if all(head[f] < len(queues[f]) and queues[f][head[f]] == i for f in Engine):
+                    cand = (max(free.values()), i, None)
+                else:
+                    continue
+            else:
+                if any(not fifos[k].tokens for k in _pops(insn, e)):
+                    continue
+                arrive = max([fifos[k].tokens[0][0] for k in _pops(insn, e)], default=0)
+                cand = (max(free[e], arrive), i, e)
+            if best is None or cand[:2] < best[:2]:
+                best = cand
+        if best is None:
+            if all(head[e] >= len(queues[e]) for e in Engine):
+                break
+            raise SimError(_deadlock(insns, queues, head, fifos, describe))
+        t0, i, e = best
+        insn = insns[i]
+        if e is None:  # BARRIER / FINISH: every engine waits for the slowest
+            for f in Engine:
+                stall[f] += t0 - free[f]
+                free[f] = t0
+                head[f] += 1
+            races.barrier()
+            start[i] = end[i] = t0
+            continue
+        for k in _pops(insn, e):
+            _, vc, _ = fifos[k].tokens.popleft()
+            races.join(e, vc)
+        races.tick(e)
+        for k in _pops(insn, e):
+            fifos[k].pops.append((int(races.clock[e, e]), i))
+        execute(i, e)
+        t1 = t0 + latency(i)
+        stall[e] += t0 - free[e]
+        busy[e] += t1 - t0
+        free[e] = t1
+        start[i], end[i] = t0, t1
+        head[e] += 1
+        for k in _pushes(insn, e):
+            _push(fifos[k], races, e, i, t1, depth, describe)
+
+    left = [f for f in fifos.values() if f.tokens]
+    if left:
+        f = left[0]
+        raise SimError(f"token protocol: {len(f.tokens)} token(s) pushed to {f.name} were never popped "
+                       f"(the last by {describe(f.tokens[-1][2])})")
+    total = max(free.values()) if insns else 0
+    return Timeline(start, end, busy, stall, int(total))
+
+
+def _push(fifo: _Fifo, races: RaceDetector, engine: Engine, index: int, t1: int, depth: int,
+          describe: Callable[[int], str]) -> None:
+    n = fifo.pushes
+    if n >= depth:
+        older = n - depth
+        ok = older < len(fifo.pops) and races.ordered_before(engine, fifo.pops[older][0], fifo.dst)
+        if not ok:
+            raise SimError(f"token protocol: {describe(index)} pushes token {n + 1} into {fifo.name} (depth "
+                           f"{depth}) while nothing orders pop {older + 1} before it: the FIFO can overflow")
+    fifo.tokens.append((t1, races.snapshot(engine), index))
+    fifo.pushes += 1
+
+
+def _deadlock(insns: list[Instruction], queues: dict, head: dict, fifos: dict, describe: Callable) -> str:
+    parts = []
+    for e in Engine:
+        if head[e] >= len(queues[e]):
+            parts.append(f"{e.name} is done")
+            continue
+        i = queues[e][head[e]]
+        insn = insns[i]
+        if isinstance(insn, Barrier | Finish):
+            parts.append(f"{e.name} waits at the {type(insn).__name__.upper()} {describe(i)}")
+        else:
+            empty = [fifos[k].name for k in _pops(insn, e) if not fifos[k].tokens]
+            parts.append(f"{e.name} waits at {describe(i)} for a token on {' and '.join(empty)}")
+    return "deadlock: no engine can proceed; " + "; ".join(parts)

@@ -1,0 +1,121 @@
+"""The arithmetic of GEMM and VEC, one numpy call chain per instruction (never a loop per element).
+
+These functions take decoded field values and buffer arrays and know nothing of engines, tokens
+or bounds checks (those live in :mod:`compiler.sim.execute`). Every buffer is a 2-D array of
+``rows x L`` lanes: SPAD as int8 (reinterpreted as uint8 where the instruction says so), ACC and
+CONST as int32 (CONST reinterpreted as float32 bits where an op reads scales).
+
+Integer exactness: GEMM sums are computed with float32 BLAS in chunks of at most 512 products
+along K, each product bounded by 255 * 128 < 2**15, so every partial sum is an integer below
+2**24 and exact in float32; the chunks are added in int64 and wrapped to int32 (two's-complement
+wrap-around, which is order-independent). A conv tile is the affine A walk of the ISA
+(:func:`walk`), gathered with fancy indexing -- the ISA itself has no im2col.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.sim import quant
+
+_EXACT_K = 512  # products per float32 partial sum: 512 * 2**15 = 2**24
+
+
+def walk(base: int, mx: int, my: int, l0: int, l1: int, sx: int, sy: int, s0: int, s1: int) -> np.ndarray:
+    """Row addresses ``base + l1*s1 + l0*s0 + my*sy + mx*sx`` as an int64 array [taps, My*Mx]."""
+    taps = (np.arange(l1, dtype=np.int64)[:, None] * s1 + np.arange(l0, dtype=np.int64)[None, :] * s0).ravel()
+    pix = (np.arange(my, dtype=np.int64)[:, None] * sy + np.arange(mx, dtype=np.int64)[None, :] * sx).ravel()
+    return base + taps[:, None] + pix[None, :]
+
+
+def exact_matmul(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``a @ w`` for small integers (|a*w| < 2**15) as exact int64, using float32 BLAS."""
+    k = a.shape[1]
+    out = np.zeros((a.shape[0], w.shape[1]), dtype=np.int64)
+    for lo in range(0, k, _EXACT_K):
+        part = a[:, lo : lo + _EXACT_K].astype(np.float32) @ w[lo : lo + _EXACT_K].astype(np.float32)
+        out += part.astype(np.int64)
+    return out
+
+
+def weight_tiles(spad: np.ndarray, w_base: int, taps: int, rows: int, transpose: bool) -> np.ndarray:
+    """The ``taps`` weight tiles [taps, R, C] at ``w_base`` (tile t at w_base + t*R), int8."""
+    w = spad[w_base : w_base + taps * rows].reshape(taps, rows, spad.shape[1])
+    return w.transpose(0, 2, 1) if transpose else w
+
+
+def gemm(
+    spad: np.ndarray, acc: np.ndarray, a_rows: np.ndarray, weights: np.ndarray, c_base: int,
+    *, unsigned: bool, accumulate: bool,
+) -> None:
+    """ACC[c_base + m] = (ACC or 0) + sum_t A[a_rows[t, m]] @ W[t], int32 wrap-around, in place.
+
+    ``a_rows`` is the walk [T, M]; ``weights`` is [T, R, C] (or [1, R, C]: one reused tile).
+    """
+    taps, m = a_rows.shape
+    a = spad.view(np.uint8) if unsigned else spad
+    ga = a[a_rows]  # [T, M, R]
+    if weights.shape[0] == 1 and taps > 1:  # one stationary tile: sum the taps' A first (exact ints)
+        total = exact_matmul(ga.astype(np.int64).sum(axis=0), weights[0]) if taps * 255 < 2**15 else \
+            exact_matmul(ga.transpose(1, 0, 2).reshape(m, -1), np.tile(weights[0], (taps, 1)))
+    else:
+        total = exact_matmul(ga.transpose(1, 0, 2).reshape(m, -1), weights.reshape(-1, weights.shape[2]))
+    rows = slice(c_base, c_base + m)
+    if accumulate:
+        total += acc[rows]
+    acc[rows] = quant.wrap_int32(total)
+
+
+def lanes(buf: np.ndarray, unsigned: bool) -> np.ndarray:
+    """A buffer's rows as exact int64 values (8-bit lanes signed, or unsigned when asked)."""
+    if buf.dtype.itemsize == 1 and unsigned:
+        return buf.view(np.uint8)
+    return buf
+
+
+def to_lanes(values: np.ndarray, dtype: np.dtype, unsigned: bool) -> np.ndarray:
+    """Convert exact results to a destination lane: 8-bit saturates, 32-bit wraps."""
+    if np.dtype(dtype).itemsize == 1:
+        lo, hi = (0, 255) if unsigned else (-128, 127)
+        out = np.clip(values, lo, hi).astype(np.uint8 if unsigned else np.int8)
+        return out.view(np.int8)
+    return quant.wrap_int32(values)
+
+
+def f32_bits(v: np.ndarray) -> np.ndarray:
+    """int32 lanes (or register values) reinterpreted as float32."""
+    return np.ascontiguousarray(np.asarray(v, dtype=np.int64).astype(np.int32)).view(np.float32)
+
+
+def lane_sum(x: np.ndarray) -> np.ndarray:
+    """LSUM: every lane gets the sum over the row's lanes (x: [..., L], exact int64)."""
+    return np.broadcast_to(x.sum(axis=-1, keepdims=True, dtype=np.int64), x.shape)
+
+
+def lane_max(x: np.ndarray) -> np.ndarray:
+    """LMAX: every lane gets the max over the row's lanes."""
+    return np.broadcast_to(x.max(axis=-1, keepdims=True), x.shape)
+
+
+def lut(x: np.ndarray, table: np.ndarray, lut_min: int) -> np.ndarray:
+    """LUT: entry ``x - lut_min`` of a flat int32 table (row-major CONST rows); bounds checked by caller."""
+    return table[x.astype(np.int64) - lut_min]
+
+
+def reduce_taps(op: str, x: np.ndarray, y: np.ndarray | None, old: np.ndarray | None) -> np.ndarray:
+    """RADD / RMAX / RMIN / RMAC over the tap axis 0 of x [T, M, L]; ``old`` None means init."""
+    if op == "RADD":
+        r = x.sum(axis=0, dtype=np.int64)
+    elif op == "RMAC":
+        r = (x.astype(np.int64) * y).sum(axis=0)
+    elif op == "RMAX":
+        r = x.max(axis=0).astype(np.int64)
+    elif op == "RMIN":
+        r = x.min(axis=0).astype(np.int64)
+    else:
+        raise ValueError(op)
+    if old is None:
+        return r
+    if op in ("RADD", "RMAC"):
+        return old.astype(np.int64) + r
+    return np.maximum(old, r) if op == "RMAX" else np.minimum(old, r)

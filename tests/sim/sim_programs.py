@@ -1,0 +1,146 @@
+"""Hand-written test programs, built from instruction objects (no compiler involved).
+
+Every builder returns ``(Program, inputs)``; the DRAM map is written out explicitly so that a test
+can compare the simulated result with a numpy computation that shares nothing with the simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.isa import Barrier, Buffer, Elem, Engine, Finish, Gemm, GemmType, Load, Reg, SetReg, Src1Mode, Store
+from compiler.isa import Vec, VecOp
+from compiler.isa.program import DebugEntry, IOTensor, Program
+
+L = 16  # lanes of the default Target()
+
+
+def _align(n: int, a: int = 64) -> int:
+    return -(-n // a) * a
+
+
+class Dram:
+    """Allocates the memory map and collects the constants section (placed at const_base)."""
+
+    def __init__(self, const_base: int = 0) -> None:
+        self.const_base = const_base
+        self.constants = bytearray()
+        self.top = 0
+
+    def const(self, data: np.ndarray) -> int:
+        addr = self.const_base + len(self.constants)
+        self.constants += np.ascontiguousarray(data).tobytes()
+        self.constants += bytes(_align(len(self.constants)) - len(self.constants))
+        return addr
+
+    def alloc(self, nbytes: int) -> int:
+        start = max(self.top, _align(self.const_base + len(self.constants)))
+        self.top = start + _align(nbytes)
+        return start
+
+    def program(self, insns: list, io: list[IOTensor], debug: dict[int, DebugEntry] | None = None) -> Program:
+        return Program(instructions=insns, constants=bytes(self.constants), const_base=self.const_base,
+                       io=io, dram_size=max(self.top, _align(self.const_base + len(self.constants))),
+                       debug=debug or {})
+
+
+def matmul_program(a: np.ndarray, b: np.ndarray, *, a_zp: int = 0, scales: np.ndarray | None = None,
+                   y_zp: int = 0, unsigned: bool = False) -> tuple[Program, dict]:
+    """Y = A @ B on the array (A: M x K activations, B: K x N int8 weights, K and N multiples of L).
+
+    Without ``scales`` the int32 accumulators are stored (the exact product of (A - a_zp) and B);
+    with per-column fp32 ``scales`` they are requantized (REQUANT) to int8/uint8 with ``y_zp``.
+    The zero point is folded into an int32 bias row per column block: -a_zp * sum_k B[k, n].
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    kb, nb = k // L, n // L
+    dram = Dram()
+    w_addr = dram.const(b.astype(np.int8))
+    bias = (-a_zp * b.astype(np.int64).sum(axis=0)).astype(np.int32)
+    bias_addr = dram.const(bias)
+    scale_addr = dram.const(np.asarray(scales, np.float32)) if scales is not None else None
+    a_dtype = "uint8" if unsigned else "int8"
+    a_io = IOTensor("a", "input", a_dtype, (m, k), "NCc16", dram.alloc(m * k))
+    quantized = scales is not None
+    y_dtype = a_dtype if quantized else "int32"
+    y_io = IOTensor("y", "output", y_dtype, (m, n), "NC", dram.alloc(m * n * (1 if quantized else 4)))
+    w_base = m * kb  # SPAD: A at rows [0, m*kb), weight tiles after it, requantized rows after those
+    q_base = w_base + nb * kb * L
+    insns: list = [
+        # A in DRAM: vector (m, kb) at m*K + kb*L  ->  SPAD row m*kb + kb
+        Load(buf=Buffer.SPAD, sram=0, y_size=m, x_size=kb, dram_addr=a_io.addr, dram_pitch=k),
+        SetReg(engine=Engine.EX, reg=Reg.OUT_ZP, value=y_zp),
+        SetReg(engine=Engine.EX, reg=Reg.QMIN, value=0 if unsigned else -128),
+        SetReg(engine=Engine.EX, reg=Reg.QMAX, value=255 if unsigned else 127),
+    ]
+    if quantized:
+        insns.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=nb, dram_addr=scale_addr, dram_pitch=64))
+    for j in range(nb):
+        acc_base = j * m
+        insns += [
+            # weight tiles of column block j: SPAD row w + k holds B[k, jL:(j+1)L]
+            Load(buf=Buffer.SPAD, sram=w_base + j * k, y_size=k, dram_addr=w_addr + j * L, dram_pitch=n),
+            # the bias row, broadcast (pitch 0) into the m accumulator rows of this block
+            Load(buf=Buffer.ACC, elem=Elem.B32, sram=acc_base, y_size=m, dram_addr=bias_addr + 4 * j * L,
+                 dram_pitch=0, push_next=True),
+            Gemm(pop_prev=True, loadw=True, acc=True, dtype=GemmType.U8 if unsigned else GemmType.S8,
+                 a_base=0, w_base=w_base + j * k, c_base=acc_base, mx=m, my=1, l0=kb, a_sx=kb, a_s0=1,
+                 push_next=not quantized),
+        ]
+        if quantized:
+            insns.append(Vec(op=VecOp.REQUANT, u8=unsigned, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC,
+                             src1_buf=Buffer.CONST, src1_mode=Src1Mode.FIXED, dst=q_base + j * m, src0=acc_base,
+                             src1=j, mx=m, push_next=True))
+            insns.append(Store(pop_prev=True, buf=Buffer.SPAD, sram=q_base + j * m, y_size=m,
+                               dram_addr=y_io.addr + j * L, dram_pitch=n))
+        else:
+            insns.append(Store(pop_prev=True, buf=Buffer.ACC, elem=Elem.B32, sram=acc_base, y_size=m,
+                               dram_addr=y_io.addr + 4 * j * L, dram_pitch=4 * n))
+    insns.append(Finish())
+    debug = {i: DebugEntry("matmul", f"block {i}") for i in range(len(insns))}
+    return dram.program(insns, [a_io, y_io], debug), {"a": a}
+
+
+def conv_program(x: np.ndarray, w: np.ndarray, *, stride: int, pad: int, x_zp: int = 0,
+                 barrier: bool = False) -> tuple[Program, dict]:
+    """int32 accumulators of a k x k conv (x: 1 x Cin x H x W int8, Cin and Cout <= L) with the
+    input zero point as padding value and -x_zp * sum(w) folded into the bias."""
+    _, cin, h, wd = x.shape
+    cout, _, kh, kw = w.shape
+    ho, wo = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    wp = wd + 2 * pad
+    dram = Dram()
+    tiles = np.zeros((kh * kw, L, L), np.int8)  # tile t = (r, s): row = input channel, lane = output channel
+    tiles[:, :cin, :cout] = w.transpose(2, 3, 1, 0).reshape(kh * kw, cin, cout)
+    w_addr = dram.const(tiles)
+    bias = np.zeros(L, np.int32)
+    bias[:cout] = -x_zp * w.astype(np.int64).sum(axis=(1, 2, 3))
+    bias_addr = dram.const(bias)
+    x_io = IOTensor("x", "input", "int8", x.shape, "NCHWc16", dram.alloc(h * wd * L))
+    y_io = IOTensor("y", "output", "int32", (1, cout, ho, wo), "NCHWc16", dram.alloc(ho * wo * L * 4))
+    w_base = (h + 2 * pad) * wp
+    insns = [
+        SetReg(engine=Engine.LD, reg=Reg.PADVAL, value=x_zp),
+        Load(buf=Buffer.SPAD, padsel=True, sram=0, y_size=h, x_size=wd, dram_addr=x_io.addr, dram_pitch=wd * L,
+             y_pad0=pad, y_pad1=pad, x_pad0=pad, x_pad1=pad),
+        Load(buf=Buffer.SPAD, sram=w_base, y_size=kh * kw * L, dram_addr=w_addr, dram_pitch=L),
+        Load(buf=Buffer.ACC, elem=Elem.B32, sram=0, y_size=ho * wo, dram_addr=bias_addr, dram_pitch=0,
+             push_next=not barrier),
+    ]
+    if barrier:
+        insns.append(Barrier())
+    insns += [
+        Gemm(pop_prev=not barrier, push_next=not barrier, loadw=True, acc=True, w_base=w_base, c_base=0,
+             mx=wo, my=ho, l0=kw, l1=kh, a_sx=stride, a_sy=stride * wp, a_s0=1, a_s1=wp),
+    ]
+    if barrier:
+        insns.append(Barrier())
+    insns += [
+        Store(pop_prev=not barrier, buf=Buffer.ACC, elem=Elem.B32, sram=0, y_size=ho, x_size=wo,
+              dram_addr=y_io.addr, dram_pitch=wo * L * 4),
+        Finish(),
+    ]
+    nodes = {1: "x_load", 2: "w_load", 3: "bias_load"}
+    debug = {i: DebugEntry(nodes.get(i, "conv"), "") for i in range(len(insns))}
+    return dram.program(insns, [x_io, y_io], debug), {"x": x}
