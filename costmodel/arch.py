@@ -164,14 +164,21 @@ class Constraint(_Strict):
     """Dataflow constraint on one level (Timeloop-style); the mapspace honours it, costs ignore it."""
 
     level: str = Field(description="Level name.")
-    spatial_x: list[str] | None = Field(
-        None, description="Dims allowed on the X fan-out below the level (others get factor 1)."
+    spatial_x: list[str] | dict[str, PosInt | None] | None = Field(
+        None,
+        description="Dims that may be unrolled on the X fan-out below the level (others get factor 1); "
+        "a mapping {C: 4} also fixes the factor. Omit: every dim allowed.",
     )
-    spatial_y: list[str] | None = Field(None, description="Dims allowed on the Y fan-out.")
+    spatial_y: list[str] | dict[str, PosInt | None] | None = Field(
+        None, description="The same for the Y fan-out."
+    )
     temporal: dict[str, PosInt] | None = Field(
-        None, description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}."
+        None,
+        description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}; dims the layer lacks are ignored.",
     )
-    order: list[str] | None = Field(None, description="Loop order at this level, outer to inner.")
+    order: list[str] | None = Field(
+        None, description="These dims are the level's innermost loops, in this order (outer to inner)."
+    )
     bypass: list[Role] = Field(default_factory=list, description="Tensors that must bypass this level.")
     keep: list[Role] = Field(default_factory=list, description="Tensors that must be kept at this level.")
 

@@ -24,6 +24,57 @@ def _hw_check(path: Path) -> str:
     return f"OK {path}: {arch.name}, {len(arch.levels)} levels, {arch.num_pes} MACs, {arch.fingerprint()}"
 
 
+def _type(prop: dict[str, Any]) -> str:
+    """A JSON Schema property as a short human type: ``int > 0``, ``list of I|W|O``, ``LevelConfig``."""
+    if "$ref" in prop:
+        return prop["$ref"].rsplit("/", 1)[-1]
+    if "enum" in prop:
+        return " | ".join(map(str, prop["enum"]))
+    if "anyOf" in prop:
+        parts = [_type(p) for p in prop["anyOf"] if p.get("type") != "null"]
+        opt = any(p.get("type") == "null" for p in prop["anyOf"])
+        return " or ".join(parts) + (" (optional)" if opt else "")
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"list of {_type(prop.get('items', {}))}"
+    if kind == "object" and "additionalProperties" in prop and isinstance(prop["additionalProperties"], dict):
+        return f"map of {_type(prop['additionalProperties'])}"
+    names = {"integer": "int", "number": "number", "string": "string", "boolean": "bool", "object": "mapping"}
+    out = names.get(kind, kind)
+    for key, op in (("exclusiveMinimum", ">"), ("minimum", ">="), ("maximum", "<=")):
+        if key in prop:
+            out += f" {op} {prop[key]:g}"
+    return out
+
+
+PIPE = "\\|"  # a literal | inside a Markdown table cell
+
+
+def schema_markdown(schema: dict[str, Any]) -> str:
+    """The schema as Markdown tables, one per object (the top level first), for docs/hwconfig.md."""
+    models = [(schema.get("title", "top level"), schema), *sorted(schema.get("$defs", {}).items())]
+    out = []
+    for name, model in models:
+        out += [
+            f"### `{name}`",
+            "",
+            model.get("description", ""),
+            "",
+            "| field | type | default | description |",
+            "|---|---|---|---|",
+        ]
+        required = set(model.get("required", []))
+        for field, prop in model.get("properties", {}).items():
+            default = "**required**" if field in required else f"`{json.dumps(prop.get('default'))}`"
+            if "default" not in prop and field not in required:
+                default = "`[]`" if prop.get("type") == "array" else "(all defaults)"
+            desc = prop.get("description", "").replace("|", PIPE)
+            kind = _type(prop).replace("|", PIPE)
+            out.append(f"| `{field}` | {kind} | {default} | {desc} |")
+        out.append("")
+    return "\n".join(out)
+
+
 FORMATS = {"hw": (_hw_schema, _hw_check)}
 """Format name -> (JSON Schema builder, file checker)."""
 
@@ -33,6 +84,9 @@ def schema(
     check: Annotated[
         Path | None, typer.Option("--check", help="Validate FILE instead; print OK or the error.")
     ] = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the schema as Markdown tables.")
+    ] = False,
 ) -> None:
     """Print the JSON Schema of a config format (for editor completion), or validate a file."""
     if kind not in FORMATS:
@@ -40,6 +94,8 @@ def schema(
     build, checker = FORMATS[kind]
     if check is not None:
         print(checker(check))
+    elif markdown:
+        print(schema_markdown(build()))
     else:
         print(json.dumps(build(), indent=2))
 
