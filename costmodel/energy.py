@@ -5,9 +5,9 @@
 
 Per-word energies are the architecture's resolved ``read_pj`` / ``write_pj`` (the technology model,
 or the config's overrides); a fill (a word arriving from the parent) and an update (a partial sum
-written back by a child) both cost one write. Leakage is charged on every instance of a level for
-the whole latency, busy or not. Everything is numpy over the batch axis; the breakdown arrays add
-up to the total exactly (the total is computed as their sum).
+written back by a child) both cost one write. Leakage is charged on every instance of a level, and
+on every MAC (``mac.leak_mw`` each), for the whole latency, busy or not. Everything is numpy over
+the batch axis; the breakdown arrays add up to the total (the total is computed as their sum).
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ PJ_PER_MW_S = 1e9
 @dataclass
 class Energy:
     """Energy (pJ) of B mappings: ``access`` [B, L, T, 3] (read, fill, update), ``network`` [B, L, T]
-    (words over the fan-out below each level), ``mac`` [B], ``leakage`` [B, L], ``total`` [B]."""
+    (words over the fan-out below each level), ``mac`` [B], ``leakage`` [B, L], ``mac_leakage`` [B],
+    ``total`` [B]."""
 
     access: np.ndarray
     network: np.ndarray
     mac: np.ndarray
     leakage: np.ndarray
+    mac_leakage: np.ndarray
     total: np.ndarray
 
     def per_level(self) -> np.ndarray:
@@ -63,6 +65,9 @@ def energy(arch: Architecture, acc: Accesses, latency_s: np.ndarray) -> Energy:
     access = np.stack([acc.reads * rd, acc.fills * wr, acc.updates * wr], axis=3)
     network = acc.hops * v["hop_pj"][None, :, None]
     mac = np.asarray(acc.macs, dtype=np.float64) * float(arch.mac.energy_pj)
-    leakage = np.asarray(latency_s, dtype=np.float64)[:, None] * v["leak_mw"][None, :] * PJ_PER_MW_S
-    total = access.sum(axis=(1, 2, 3)) + network.sum(axis=(1, 2)) + mac + leakage.sum(axis=1)
-    return Energy(access=access, network=network, mac=mac, leakage=leakage, total=total)
+    seconds = np.asarray(latency_s, dtype=np.float64)
+    leakage = seconds[:, None] * v["leak_mw"][None, :] * PJ_PER_MW_S
+    mac_leakage = seconds * (float(arch.mac.leak_mw) * arch.num_pes * PJ_PER_MW_S)
+    total = access.sum(axis=(1, 2, 3)) + network.sum(axis=(1, 2)) + mac + leakage.sum(axis=1) + mac_leakage
+    return Energy(access=access, network=network, mac=mac, leakage=leakage, mac_leakage=mac_leakage,
+                  total=total)

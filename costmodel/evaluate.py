@@ -111,8 +111,8 @@ class Evaluation:
         return out
 
     def energy_breakdown(self) -> dict[str, Any]:
-        """{level: {tensor: {read, fill, update}}, mac, network: {level}, leakage: {level}} in pJ;
-        its leaves add up to ``energy_pj``."""
+        """{level: {tensor: {read, fill, update}}, mac, network: {level}, leakage: {level, mac}} in
+        pJ; its leaves add up to ``energy_pj``."""
         en, i = self.batch.en, self.index
         out: dict[str, Any] = {}
         for li, lv in enumerate(self.batch.level_names):
@@ -121,6 +121,7 @@ class Evaluation:
         out["mac"] = float(en.mac[i])
         out["network"] = {lv: float(en.network[i, li].sum()) for li, lv in enumerate(self.batch.level_names)}
         out["leakage"] = {lv: float(en.leakage[i, li]) for li, lv in enumerate(self.batch.level_names)}
+        out["leakage"]["mac"] = float(en.mac_leakage[i])
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -9,7 +9,8 @@ Semantics (DESIGN.md section 2), for B mappings at once:
   level the mapping actually uses (the product of the spatial factors above it); traffic is spread
   evenly over them. ``None`` bandwidth is unlimited.
 * **Overlap** (default): a double-buffered level moves its next tile while the current one is in
-  use, so ``cycles = max(compute, traffic of every double-buffered level)``; a level without double
+  use, so ``cycles = max(compute, traffic of every double-buffered level)`` (a level with
+  ``ideal_overlap``, Timeloop's idealisation, counts as double-buffered here); a level without double
   buffering stalls compute for its transfers, which are added: ``+ max(read, write) cycles``.
   The outermost level (DRAM) is the backing store and holds no tiles of its own to swap, so its
   traffic always overlaps (a transfer into a single-buffered child is charged at the child).
@@ -180,7 +181,7 @@ def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Acce
     traffic = traffic_cycles(arch, acc, batch)
     per_level = traffic.max(axis=2)  # read and write ports work in parallel
     if overlap:
-        db = np.array([i == 0 or lv.double_buffered for i, lv in enumerate(arch.levels)])
+        db = np.array([i == 0 or lv.double_buffered or lv.ideal_overlap for i, lv in enumerate(arch.levels)])
         hidden = np.where(db, per_level, 0).max(axis=1, initial=0)
         total = np.maximum(compute, hidden) + np.where(db, 0, per_level).sum(axis=1)
     else:

@@ -3,9 +3,12 @@
 Each prime factor of each dimension goes to one loop slot (a level's temporal loop, or its spatial
 X or Y loop when that fan-out exceeds 1), so the factors of every dimension multiply to its size by
 construction. Loop orders are random permutations; a tensor a level may hold is bypassed with
-probability ``bypass_p`` (DRAM keeps everything). Candidates whose spatial factors exceed a
-fan-out, or whose kept tiles overflow a level (half of it when double-buffered, as
-:meth:`costmodel.mapping.Mapping.validate` counts), are rejected and more are drawn.
+probability ``bypass_p`` (DRAM keeps everything). Where the kept tiles overflow a level (half of it
+when double-buffered, as :meth:`costmodel.mapping.Mapping.validate` counts), the level's temporal
+factors, then its spatial ones, move out to its parent's temporal loop (innermost level first;
+this shrinks the tile and changes no other level's); spatial factors over a fan-out first move to
+the same level's temporal loop. Candidates still invalid (a tile that cannot fit) are rejected and
+more are drawn.
 """
 
 from __future__ import annotations
@@ -57,17 +60,45 @@ def _candidates(problem: Problem, arch: Architecture, n: int, rng: np.random.Gen
     return MappingBatch(slots[:, 0::3], slots[:, 1::3], slots[:, 2::3], order, keep)
 
 
+def _usable(arch: Architecture) -> np.ndarray:
+    return np.array([np.inf if lv.capacity_words is None else
+                     (lv.capacity_words // 2 if lv.double_buffered else lv.capacity_words) for lv in arch.levels])
+
+
+def _kept_words(problem: Problem, cand: MappingBatch, idx: np.ndarray, level: int) -> np.ndarray:
+    sub = _take(cand, idx)
+    return np.where(sub.keep[:, level], tile_words(problem, sub)[:, level], 0).sum(axis=1)
+
+
+def _repair(problem: Problem, arch: Architecture, cand: MappingBatch) -> None:
+    """Fit spatial factors to the fan-outs (moving whole dims to the same level's temporal loop),
+    then move factors of overflowing levels out to their parents, innermost level first (in place)."""
+    for c, lv in enumerate(arch.levels):
+        for spatial, limit in ((cand.spatial_x, lv.fanout_x), (cand.spatial_y, lv.fanout_y)):
+            for d in range(spatial.shape[2]):
+                over = spatial[:, c].prod(axis=1) > limit
+                cand.temporal[over, c, d] *= spatial[over, c, d]
+                spatial[over, c, d] = 1
+    usable = _usable(arch)
+    for c in range(len(arch.levels) - 1, 0, -1):
+        if np.isinf(usable[c]):
+            continue
+        idx = np.arange(len(cand))
+        for moved in (cand.temporal, cand.spatial_x, cand.spatial_y):
+            idx = idx[_kept_words(problem, cand, idx, c) > usable[c]]
+            if not idx.size:
+                break
+            cand.temporal[idx, c - 1] *= moved[idx, c]
+            moved[idx, c] = 1
+
+
 def _valid(problem: Problem, arch: Architecture, cand: MappingBatch) -> np.ndarray:
     ok = np.ones(len(cand), bool)
     for li, lv in enumerate(arch.levels):
         ok &= cand.spatial_x[:, li].prod(axis=1) <= lv.fanout_x
         ok &= cand.spatial_y[:, li].prod(axis=1) <= lv.fanout_y
     words = np.where(cand.keep, tile_words(problem, cand), 0).sum(axis=2)  # [B, L]
-    for li, lv in enumerate(arch.levels):
-        if lv.capacity_words is not None:
-            usable = lv.capacity_words // 2 if lv.double_buffered else lv.capacity_words
-            ok &= words[:, li] <= usable
-    return ok
+    return ok & (words <= _usable(arch)[None, :]).all(axis=1)
 
 
 def _take(batch: MappingBatch, idx: np.ndarray) -> MappingBatch:
@@ -83,6 +114,7 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
     have = 0
     for _ in range(max_rounds):
         cand = _candidates(problem, arch, max(2 * (n - have), 256), rng, bypass_p)
+        _repair(problem, arch, cand)
         idx = np.nonzero(_valid(problem, arch, cand))[0][: n - have]
         if idx.size:
             parts.append(_take(cand, idx))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -23,6 +23,8 @@ def _print_tables(result: dict[str, Any], hw: str, layer: str, loop_nest: str) -
     from rich.table import Table
 
     con = Console()
+    if not con.is_terminal:
+        con.width = max(con.width, 120)  # piped output: do not squeeze the access table
     macs = result["macs"]
     tot = Table(title=f"{layer} on {hw}", show_header=False)
     tot.add_column("metric")
@@ -73,13 +75,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command("evaluate")
     def evaluate(
-        hw: str = typer.Option(..., "--hw", help="Hardware config: a YAML path or a name under hwconfigs/."),
-        layer: Path = typer.Option(..., "--layer", help="Layer file (YAML/JSON)."),
-        mapping: Path = typer.Option(..., "--mapping", help="Mapping file (YAML/JSON)."),
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
-        no_overlap: bool = typer.Option(False, "--no-overlap",
-                                        help="Serialize transfers with compute (and SCALE-Sim's per-fold "
-                                             "fill/drain on systolic configs)."),
+        hw: Annotated[str, typer.Option("--hw", help="Hardware config: a YAML path or a name under hwconfigs/.")],
+        layer: Annotated[Path, typer.Option("--layer", help="Layer file (YAML/JSON).")],
+        mapping: Annotated[Path, typer.Option("--mapping", help="Mapping file (YAML/JSON).")],
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+        no_overlap: Annotated[bool, typer.Option(
+            "--no-overlap", help="Serialize transfers with compute (and charge SCALE-Sim's per-fold "
+            "fill/drain on systolic configs).")] = False,
     ) -> None:
         """Energy, latency, utilization, area and access counts of one mapping of one layer."""
         from dse import api

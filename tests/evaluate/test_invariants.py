@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodel.evaluate import evaluate_batch
-from costmodel.random_mappings import random_mappings
 from costmodel.problem import conv2d, matmul
+from costmodel.random_mappings import random_mappings
 
 problems = st.one_of(
     st.builds(lambda c, k, h, r, s, g: conv2d(c * g, k * g, h + r - 1, h + r - 1, kernel=r, stride=s, groups=g),
@@ -35,7 +35,7 @@ def architectures(draw, systolic: bool = False):
         levels.append(NS(
             name=f"L{i}", holds=holds, capacity_words=None if i == 0 else draw(st.sampled_from([None, 64, 512])),
             fanout_x=fx, fanout_y=fy, multicast=draw(st.booleans()), spatial_reduction=draw(st.booleans()),
-            double_buffered=draw(st.booleans()),
+            double_buffered=draw(st.booleans()), ideal_overlap=draw(st.booleans()),
             read_bw=draw(st.sampled_from([None, 0.5, 1, 4])), write_bw=draw(st.sampled_from([None, 1, 2])),
             read_pj=draw(st.floats(0, 100)), write_pj=draw(st.floats(0, 100)), hop_pj=draw(st.floats(0, 2)),
             leak_mw=draw(st.floats(0, 5)), instances=instances,
@@ -46,7 +46,7 @@ def architectures(draw, systolic: bool = False):
         sys_ = NS(dataflow=draw(st.sampled_from(["WS", "OS", "IS"])),
                   rows=levels[-1].fanout_y, cols=levels[-1].fanout_x)
     return NS(name="random", levels=tuple(levels), num_pes=instances, clock_hz=draw(st.sampled_from([2e8, 1e9])),
-              mac=NS(energy_pj=draw(st.floats(0, 3))), systolic=sys_)
+              mac=NS(energy_pj=draw(st.floats(0, 3)), leak_mw=draw(st.floats(0, 0.1))), systolic=sys_)
 
 
 def busy_copies(batch, i: int, level: int) -> int:
@@ -72,6 +72,7 @@ def test_energy_latency_utilization_invariants(problem, arch, seed):
                 want += (acc.fills[i, li, ti] + acc.updates[i, li, ti]) * lv.write_pj
                 want += acc.hops[i, li, ti] * lv.hop_pj
             want += lv.leak_mw * 1e-3 * lv.instances * seconds * 1e12  # mW -> W, J -> pJ
+        want += arch.mac.leak_mw * 1e-3 * arch.num_pes * seconds * 1e12
         assert math.isclose(ev.energy_pj[i], want, rel_tol=1e-9, abs_tol=1e-6)
         # ... and equals the sum of the leaves of its breakdown
         br = ev.row(i, {"total": 0.0}).energy_breakdown()

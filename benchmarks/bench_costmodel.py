@@ -1,0 +1,78 @@
+"""Mapping evaluations per second of the vectorized cost model, single core.
+
+For a ResNet-50 3x3 layer on two configs: draw 10^5 random valid mappings (seeded), evaluate them
+in one batch (access counts + latency + energy: ``costmodel.evaluate.evaluate_batch``), best of a
+few repeats; and, in the same process, the naive baseline of evaluating mappings one at a time
+(a Python loop of batches of one) on a small sample. Prints the figures and their ratio.
+
+    python benchmarks/bench_costmodel.py [--n 100000] [--configs tiny eyeriss_timeloop_32nm]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"  # single core: set before numpy is imported
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from costmodel.analysis import access_counts
+from costmodel.arch import load_architecture
+from costmodel.evaluate import evaluate_batch
+from costmodel.problem import conv2d
+from costmodel.random_mappings import _take, random_mappings
+
+LAYERS = {
+    # ResNet-50 (He et al., CVPR 2016, Table 1) bottleneck 3x3 convs, padding 1
+    "resnet50_conv2_3x3": conv2d(64, 64, 56, 56, kernel=3, padding=1),
+    "resnet50_conv3_3x3": conv2d(128, 128, 28, 28, kernel=3, padding=1),
+}
+
+
+def best_of(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000, help="mappings per batch")
+    ap.add_argument("--sample", type=int, default=300, help="mappings for the one-at-a-time baseline")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--configs", nargs="+", default=["tiny", "eyeriss_timeloop_32nm"])
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    print(f"{'config':24s} {'layer':20s} {'batch':>8s} {'batch eval/s':>14s} {'(counts only)':>14s} "
+          f"{'one-at-a-time/s':>16s} {'ratio':>7s}")
+    for cfg in args.configs:
+        arch = load_architecture(cfg)
+        for name, prob in LAYERS.items():
+            batch = random_mappings(prob, arch, args.n, seed=args.seed)
+            evaluate_batch(prob, arch, _take(batch, slice(0, 1000)))  # warm the per-problem tables
+            t_full = best_of(lambda p=prob, a=arch, b=batch: evaluate_batch(p, a, b), args.repeats)
+            t_counts = best_of(lambda p=prob, a=arch, b=batch: access_counts(p, a, b), args.repeats)
+            singles = [_take(batch, slice(i, i + 1)) for i in range(min(args.sample, args.n))]
+
+            def one_at_a_time(p=prob, a=arch, bs=singles) -> None:
+                for b in bs:
+                    evaluate_batch(p, a, b)
+
+            t_naive = best_of(one_at_a_time, 1) / len(singles)
+            rate, naive = args.n / t_full, 1.0 / t_naive
+            print(f"{cfg:24s} {name:20s} {args.n:8d} {rate:14,.0f} {args.n / t_counts:14,.0f} "
+                  f"{naive:16,.0f} {rate / naive:7.0f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
