@@ -93,7 +93,7 @@ def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
     if got != ys:
         raise UserError(f"{ctx.where(node)}: output shape {list(ys)} disagrees with the convolution arithmetic "
                         f"{list(got)}")
-    return _finish(ctx, node, prob, ctx.static_numel(node, w), ctx.static_numel(node, b), [x],
+    return _finish(ctx, node, prob, ctx.static_numel(node, w), ctx.static_numel(node, b), [x, w, b],
                    groups=group, depthwise=group > 1 and group == xs[1])
 
 
@@ -113,7 +113,7 @@ def _conv_transpose(ctx: Context, node: Any) -> Layer:
         kernel, strides, dil = (1, kernel[0]), (1, strides[0]), (1, dil[0])
     bits = _widths(ctx, x, w, node.output[0])
     prob = P.conv_transpose2d(xs[1], ws[1] * group, h, wd, kernel, strides, dil, group, xs[0], bits)
-    return _finish(ctx, node, prob, ctx.static_numel(node, w), ctx.static_numel(node, b), [x],
+    return _finish(ctx, node, prob, ctx.static_numel(node, w), ctx.static_numel(node, b), [x, w, b],
                    groups=group, spatial_rank=rank)
 
 

@@ -227,3 +227,14 @@ def test_inconsistent_shapes_name_the_node(tmp_path):
              [("a", FLOAT, [2, 3]), ("b", FLOAT, [4, 5])], [("y", FLOAT, None)])
     with pytest.raises(UserError, match=r"shape inference failed.*mm"):
         import_onnx(p)
+
+
+def test_conv_with_computed_weights_has_an_edge_and_no_params(tmp_path):
+    # the conv's weights are an activation (a dynamic filter): an edge from its producer, 0 params
+    nodes = [helper.make_node("Relu", ["f"], ["wf"], name="make_w"),
+             helper.make_node("Conv", ["x", "wf"], ["y"], name="conv")]
+    p = save(tmp_path / "m.onnx", nodes, [("x", FLOAT, [1, 2, 4, 4]), ("f", FLOAT, [3, 2, 1, 1])],
+             [("y", FLOAT, None)])
+    wl = import_onnx(p)
+    assert ("make_w", "conv") in wl.graph.edges
+    assert wl.layer("conv").params == 0 and wl.layer("conv").macs == 3 * 2 * 16
