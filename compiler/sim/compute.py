@@ -150,7 +150,7 @@ def _lut(state: MachineState, insn: Vec, x: np.ndarray, where: str) -> tuple[np.
 
 def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str) -> np.ndarray:
     """The exact result of a VEC op (int64 or int32), before conversion to the destination lanes."""
-    reg = lambda r: state.reg(Engine.EX, int(r))  # noqa: E731
+    reg = lambda r: state.reg(Engine.EX, int(r))
     if op in REDUCE_OPS:
         yy = None if y is None else np.broadcast_to(y, x.shape)
         return kernels.reduce_taps(op.name, x, yy, old)
@@ -182,7 +182,7 @@ def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str) ->
         return quant.requantize_range(x0, y0, reg(Reg.OUT_ZP), reg(Reg.QMIN), reg(Reg.QMAX),
                                       divide=op == VecOp.REQUANT_DIV)
     if op == VecOp.QADD:
-        f = lambda r: state.reg_f32(Engine.EX, int(r))  # noqa: E731
+        f = lambda r: state.reg_f32(Engine.EX, int(r))
         return quant.qadd(x0, y0, f(Reg.QADD_SA), f(Reg.QADD_SB), f(Reg.QADD_OFF), reg(Reg.QMIN), reg(Reg.QMAX))
     if op == VecOp.LSUM:
         return kernels.lane_sum(x0)

@@ -121,10 +121,11 @@ def run_queues(
             raise SimError(_deadlock(insns, queues, head, fifos, describe))
         t0, i, e = best
         insn = insns[i]
-        if e is None:  # BARRIER / FINISH: every engine waits for the slowest
+        if e is None:  # BARRIER / FINISH: every engine waits for the slowest (at FINISH that is idle time)
             for f in Engine:
-                stall[f] += t0 - free[f]
-                free[f] = t0
+                if isinstance(insn, Barrier):
+                    stall[f] += t0 - free[f]
+                    free[f] = t0
                 head[f] += 1
             races.barrier()
             start[i] = end[i] = t0
@@ -150,7 +151,7 @@ def run_queues(
         f = left[0]
         raise SimError(f"token protocol: {len(f.tokens)} token(s) pushed to {f.name} were never popped "
                        f"(the last by {describe(f.tokens[-1][2])})")
-    total = max(free.values()) if insns else 0
+    total = int(end[-1])
     return Timeline(start, end, busy, stall, int(total))
 
 

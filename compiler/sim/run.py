@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from compiler.isa import layout
 from compiler.isa.encoding import encode_program
 from compiler.isa.instructions import Gemm, Load, Nop, SetReg, Store, Vec
 from compiler.isa.program import IOTensor, Program
 from compiler.isa.spec import FORMATS, Buffer, Engine
-from compiler.isa import layout
 from compiler.sim import compute, dma, quant
 from compiler.sim import timing as costs
 from compiler.sim.engines import run_queues

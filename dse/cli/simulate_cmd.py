@@ -1,9 +1,116 @@
-"""`dse simulate model.axb --input x.npy`: run a binary on the simulator."""
+"""`dse simulate model.axb --input x.npy`: run a binary on the simulator, save outputs, print cycles.
+
+``--input`` is ``PATH.npy`` (the binary's inputs in I/O-table order) or ``NAME=PATH.npy``. Outputs
+are written as ``<out>/<name>.npy`` (temp file + rename, so never a partial file); the default
+``<out>`` is ``<binary stem>.out`` next to the binary. ``--json`` prints one JSON document.
+"""
 
 from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 
+def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
+    import numpy as np
+
+    from costmodel.errors import UserError
+
+    named: dict[str, str] = {}
+    plain: list[str] = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if sep and name in names:
+            if name in named:
+                raise UserError(f"--input {spec}: input {name!r} given twice")
+            named[name] = path
+        else:
+            plain.append(spec)
+    free = [n for n in names if n not in named]
+    if len(plain) > len(free):
+        raise UserError(f"--input: {len(plain)} unnamed file(s) but only {len(free)} unassigned input(s) "
+                        f"{free}; the binary's inputs are {names} (use NAME=PATH.npy)")
+    named.update(zip(free, plain, strict=False))
+    out = {}
+    for name, path in named.items():
+        try:
+            out[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"--input {name}={path}: cannot read as a .npy array ({exc})") from None
+    return out
+
+
+def _save_npy(array: Any, path: Path) -> None:
+    import numpy as np
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".npy"
+
+
+def simulate(
+    binary: Annotated[Path, typer.Argument(help="An .axb binary.")],
+    inputs: Annotated[list[str] | None, typer.Option("--input", "-i",
+                      help="PATH.npy or NAME=PATH.npy; repeat for several inputs.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the outputs (default <binary>.out).")] = None,
+    hw: Annotated[str | None, typer.Option("--hw", help="Config YAML/name (default: the one whose fingerprint "
+                                                        "the binary names, under hwconfigs/).")] = None,
+    gemm_timing: Annotated[str | None, typer.Option("--gemm-timing",
+                           help="GEMM latency: scalesim | overlapped (default: the config's).")] = None,
+    no_timing: Annotated[bool, typer.Option("--no-timing", help="Functional only (no cycle counts).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
+) -> None:
+    """Run a binary on the functional and timing simulator; outputs as .npy, cycle counts printed."""
+    from compiler.isa.binary import read_binary
+    from compiler.sim import simulate as run
+
+    program = read_binary(binary)
+    names = [io.name for io in program.io if io.direction == "input"]
+    result = run(program, _read_inputs(inputs or [], names), timing=not no_timing, arch=hw,
+                 gemm_timing=gemm_timing)
+    folder = out if out is not None else binary.with_suffix(".out")
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, array in result.outputs.items():
+        paths[name] = folder / _file_name(name)
+        _save_npy(array, paths[name])
+    doc = result.to_dict()
+    for name, path in paths.items():
+        doc["outputs"][name]["path"] = str(path)
+    doc["binary"] = str(binary)
+    if as_json:
+        print(json.dumps(doc, indent=2))
+        return
+    for name, path in paths.items():
+        a = result.outputs[name]
+        print(f"output {name}: {a.dtype} {list(a.shape)} -> {path}")
+    print(f"{result.instructions} instructions, {result.macs:,} MACs, {result.dram_read_bytes:,} B loaded, "
+          f"{result.dram_write_bytes:,} B stored")
+    if result.cycles is not None:
+        util = result.utilization
+        print(f"cycles: {result.cycles:,} ({result.gemm_timing} GEMM timing"
+              f"{f', utilization {util:.1%}' if util is not None else ''})")
+        for e, v in doc["engines"].items():
+            print(f"  {e}: busy {v['busy']:,}  stall {v['stall']:,}  idle {v['idle']:,}")
+    print(f"simulated in {result.wall_seconds:.2f} s", file=sys.stderr)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the root app."""
+    app.command("simulate")(simulate)

@@ -8,8 +8,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.isa import Barrier, Buffer, Elem, Engine, Finish, Gemm, GemmType, Load, Reg, SetReg, Src1Mode, Store
-from compiler.isa import Vec, VecOp
+from compiler.isa import (
+    Barrier,
+    Buffer,
+    Elem,
+    Engine,
+    Finish,
+    Gemm,
+    GemmType,
+    Load,
+    Reg,
+    SetReg,
+    Src1Mode,
+    Store,
+    Vec,
+    VecOp,
+)
 from compiler.isa.program import DebugEntry, IOTensor, Program
 
 L = 16  # lanes of the default Target()

@@ -8,44 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx.reference import ReferenceEvaluator
+from ort_graphs import conv_model, matmul_model, session
 
 from compiler.sim import quant
-
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
-
-_TP = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8}
-
-
-def _session(model):
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-
-
-def _conv_model(x_dtype, y_dtype, w, bias, x_scale, x_zp, w_scale, y_scale, y_zp, x_shape, stride, pad):
-    inits = [
-        numpy_helper.from_array(np.array(x_scale, np.float32), "xs"),
-        numpy_helper.from_array(np.array(x_zp, x_dtype), "xz"),
-        numpy_helper.from_array(w, "w"),
-        numpy_helper.from_array(w_scale.astype(np.float32), "ws"),
-        numpy_helper.from_array(np.zeros(w.shape[0], np.int8), "wz"),
-        numpy_helper.from_array(np.array(y_scale, np.float32), "ys"),
-        numpy_helper.from_array(np.array(y_zp, y_dtype), "yz"),
-        numpy_helper.from_array(bias, "b"),
-    ]
-    node = helper.make_node(
-        "QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
-        kernel_shape=list(w.shape[2:]), strides=[stride, stride], pads=[pad] * 4,
-    )
-    graph = helper.make_graph(
-        [node], "qconv", [helper.make_tensor_value_info("x", _TP[np.dtype(x_dtype)], list(x_shape))],
-        [helper.make_tensor_value_info("y", _TP[np.dtype(y_dtype)], None)], inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 
 
 def _conv_acc(x, x_zp, w, bias, stride, pad):
@@ -73,8 +39,8 @@ def test_qlinearconv_per_channel_bit_exact(seed):
         x_scale, w_scale, y_scale = 2.0 ** -int(rng.integers(1, 4)), 2.0 ** -rng.integers(1, 6, cout), 1.0
     else:
         x_scale, w_scale, y_scale = rng.uniform(0.005, 0.05), rng.uniform(0.001, 0.02, cout), rng.uniform(0.02, 0.3)
-    model = _conv_model(x_dtype, y_dtype, w, bias, x_scale, x_zp, w_scale, y_scale, y_zp, x.shape, stride, pad)
-    want = _session(model).run(None, {"x": x})[0]
+    model = conv_model(x_dtype, y_dtype, w, bias, x_scale, x_zp, w_scale, y_scale, y_zp, x.shape, stride, pad)
+    want = session(model).run(None, {"x": x})[0]
 
     acc = _conv_acc(x, x_zp, w, bias, stride, pad).astype(np.int32)
     scale = quant.output_scale(x_scale, w_scale, y_scale)[None, :, None, None]
@@ -98,29 +64,11 @@ def test_reference_differs_from_ort_on_ties_with_odd_zero_point():
     # acc = 1, scale = 1/2: t = 0.5.  ORT: rint(0.5) + 1 = 0 + 1 = 1.  Spec/onnx.reference: rint(1.5) = 2.
     x = np.ones((1, 1, 1, 1), np.int8)
     w = np.ones((1, 1, 1, 1), np.int8)
-    model = _conv_model(np.int8, np.int8, w, np.zeros(1, np.int32), 0.5, 0, np.array([1.0]), 1.0, 1,
+    model = conv_model(np.int8, np.int8, w, np.zeros(1, np.int32), 0.5, 0, np.array([1.0]), 1.0, 1,
                         x.shape, 1, 0)
-    assert _session(model).run(None, {"x": x})[0].item() == 1
+    assert session(model).run(None, {"x": x})[0].item() == 1
     assert ReferenceEvaluator(model).run(None, {"x": x})[0].item() == 2
     assert quant.requantize(np.array([1]), quant.output_scale(0.5, 1.0, 1.0), 1).item() == 1
-
-
-def _matmul_model(a_dtype, y_dtype, b, a_scale, a_zp, b_scale, y_scale, y_zp, a_shape):
-    inits = [
-        numpy_helper.from_array(np.array(a_scale, np.float32), "as"),
-        numpy_helper.from_array(np.array(a_zp, a_dtype), "az"),
-        numpy_helper.from_array(b, "b"),
-        numpy_helper.from_array(np.asarray(b_scale, np.float32), "bs"),
-        numpy_helper.from_array(np.zeros(np.shape(b_scale), np.int8), "bz"),
-        numpy_helper.from_array(np.array(y_scale, np.float32), "ys"),
-        numpy_helper.from_array(np.array(y_zp, y_dtype), "yz"),
-    ]
-    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
-    graph = helper.make_graph(
-        [node], "qmm", [helper.make_tensor_value_info("a", _TP[np.dtype(a_dtype)], list(a_shape))],
-        [helper.make_tensor_value_info("y", _TP[np.dtype(y_dtype)], None)], inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -135,8 +83,8 @@ def test_qlinearmatmul_bit_exact(seed, per_column):
     a_zp, y_zp = int(rng.integers(qmin, qmax + 1)), int(rng.integers(*quant.qrange(y_dtype)))
     b_scale = rng.uniform(0.001, 0.02, n) if per_column else np.float32(rng.uniform(0.001, 0.02))
     a_scale, y_scale = rng.uniform(0.005, 0.05), rng.uniform(0.05, 2.0)
-    model = _matmul_model(a_dtype, y_dtype, b, a_scale, a_zp, b_scale, y_scale, y_zp, a.shape)
-    want = _session(model).run(None, {"a": a})[0]
+    model = matmul_model(a_dtype, y_dtype, b, a_scale, a_zp, b_scale, y_scale, y_zp, a.shape)
+    want = session(model).run(None, {"a": a})[0]
 
     acc = ((a.astype(np.int64) - a_zp) @ b.astype(np.int64)).astype(np.int32)
     got = quant.requantize(acc, quant.output_scale(a_scale, b_scale, y_scale), y_zp, y_dtype)
