@@ -238,3 +238,32 @@ def test_conv_with_computed_weights_has_an_edge_and_no_params(tmp_path):
     wl = import_onnx(p)
     assert ("make_w", "conv") in wl.graph.edges
     assert wl.layer("conv").params == 0 and wl.layer("conv").macs == 3 * 2 * 16
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_gemm_transposes(tmp_path, trans_a, trans_b):
+    # A is logically [M=3, K=5], B is [K=5, N=2]: MACs = 3*5*2 = 30 whatever the storage order
+    a = [5, 3] if trans_a else [3, 5]
+    b = [2, 5] if trans_b else [5, 2]
+    node = helper.make_node("Gemm", ["a", "b"], ["y"], name="g", transA=trans_a, transB=trans_b)
+    p = save(tmp_path / "m.onnx", [node], [("a", FLOAT, a)], [("y", FLOAT, None)], [weight("b", *b)])
+    (layer,) = import_onnx(p).layers()
+    assert layer.problem.sizes == {"B": 1, "M": 3, "N": 2, "K": 5} and layer.macs == 30
+    assert layer.output_shapes == ((3, 2),)
+
+
+def test_lstm_batch_first_with_peepholes(tmp_path):
+    # LSTM layout=1: X is [batch=2, T=3, input=4]; hidden 5, one direction, bias and peepholes.
+    # x_gates: rows T*batch = 6, 4 -> 4*5 = 20: 6*4*20 = 480; h_gates: 6*5*20 = 600
+    # cell: T3 * batch2 * H5 * (4*(1+2) + 4 + 3 + 2 + 6) = 30 * 27 = 810 ops
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "", "", "P"], ["Y"], name="lstm",
+                            hidden_size=5, layout=1)
+    inits = [weight("W", 1, 20, 4), weight("R", 1, 20, 5), weight("B", 1, 40), weight("P", 1, 15)]
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [2, 3, 4])], [("Y", FLOAT, None)], inits)
+    layers = {x.name: x for x in import_onnx(p).layers()}
+    assert layers["lstm/x_gates"].macs == 480 and layers["lstm/h_gates"].macs == 600
+    assert layers["lstm/h_gates"].attrs["steps"] == 3
+    assert layers["lstm/cell"].vector_ops == 810
+    # params: W 80 + R 100 + B 40 + P 15 = 235
+    assert sum(x.params for x in layers.values()) == 235
+    assert layers["lstm/cell"].output_shapes == ((2, 3, 1, 5),)  # layout=1: [batch, T, dirs, H]
