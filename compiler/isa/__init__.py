@@ -4,6 +4,7 @@
 128-bit encode/decode; ``text`` the assembler/disassembler; ``binary`` the file container.
 """
 
+from compiler.isa.binary import read_binary, write_binary
 from compiler.isa.encoding import decode, decode_program, encode, encode_program
 from compiler.isa.instructions import (
     Barrier,
@@ -17,6 +18,7 @@ from compiler.isa.instructions import (
     Vec,
     engine_of,
 )
+from compiler.isa.program import DebugEntry, IOTensor, Program
 from compiler.isa.spec import (
     INSN_BYTES,
     ISA_VERSION,
@@ -30,9 +32,39 @@ from compiler.isa.spec import (
     Src1Mode,
     VecOp,
 )
+from compiler.isa.text import assemble, disassemble
 
 __all__ = [
-    "INSN_BYTES", "ISA_VERSION", "Barrier", "Buffer", "Elem", "Engine", "Finish", "Gemm", "GemmType",
-    "Instruction", "IsaError", "Load", "Nop", "Opcode", "Reg", "SetReg", "Src1Mode", "Store", "Vec", "VecOp",
-    "decode", "decode_program", "encode", "encode_program", "engine_of",
+    "INSN_BYTES",
+    "ISA_VERSION",
+    "Barrier",
+    "Buffer",
+    "DebugEntry",
+    "Elem",
+    "Engine",
+    "Finish",
+    "Gemm",
+    "GemmType",
+    "IOTensor",
+    "Instruction",
+    "IsaError",
+    "Load",
+    "Nop",
+    "Opcode",
+    "Program",
+    "Reg",
+    "SetReg",
+    "Src1Mode",
+    "Store",
+    "Vec",
+    "VecOp",
+    "assemble",
+    "decode",
+    "decode_program",
+    "disassemble",
+    "encode",
+    "encode_program",
+    "engine_of",
+    "read_binary",
+    "write_binary",
 ]

@@ -8,25 +8,25 @@ lane widths) belong to the simulator, which knows the config.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from dataclasses import fields as dc_fields
 
 from compiler.isa.instructions import CLASSES, Instruction, engine_of
 from compiler.isa.spec import FORMATS, ILLEGAL_TOKENS, INSN_BYTES, Field, IsaError, Opcode
 
 
-def _to_bits(f: Field, value: object, where: str) -> int:
-    if f.enum is not None:
+def _to_bits(f: Field, value: object, insn: object, index: int | None) -> int:
+    if f.enum is not None and not isinstance(value, f.enum):
         try:
             value = f.enum(value)
         except ValueError:
             names = ", ".join(m.name.lower() for m in f.enum)
-            raise IsaError(f"{where}: field {f.name}={value!r} is not one of {names}") from None
-    if isinstance(value, bool):
-        value = int(value)
+            raise IsaError(f"{_where(insn, index)}: field {f.name}={value!r} is not one of {names}") from None
     if not isinstance(value, int):
-        raise IsaError(f"{where}: field {f.name}={value!r} is not an integer")
+        raise IsaError(f"{_where(insn, index)}: field {f.name}={value!r} is not an integer")
     if not f.min <= value <= f.max:
-        raise IsaError(f"{where}: field {f.name}={value} out of range [{f.min}, {f.max}] ({f.width} bits)")
+        raise IsaError(f"{_where(insn, index)}: field {f.name}={value} out of range [{f.min}, {f.max}] "
+                       f"({f.width} bits)")
     return (value - f.bias) & ((1 << f.width) - 1)
 
 
@@ -43,25 +43,49 @@ def _from_bits(f: Field, raw: int, where: str) -> object:
     return raw + f.bias
 
 
-def _check_tokens(insn: Instruction, where: str) -> None:
+def _check_tokens(insn: Instruction, index: int | None, where: str | None = None) -> None:
     engine = engine_of(insn)
     if engine is None:
         return
     bad = [t for t in ILLEGAL_TOKENS[engine] if getattr(insn, t)]
     if bad:
-        raise IsaError(f"{where}: {engine.name} has no neighbour for token flag(s) {', '.join(sorted(bad))}")
+        raise IsaError(f"{where or _where(insn, index)}: {engine.name} has no neighbour for token flag(s) {', '.join(sorted(bad))}")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A format's fields flattened for the hot loop (encode/decode run per instruction)."""
+
+    names: tuple[str, ...]
+    fields: tuple[Field, ...]
+    lows: tuple[int, ...]
+    masks: tuple[int, ...]
+    reserved_mask: int
+
+
+_PLANS = {
+    opc: _Plan(tuple(f.name for f in fmt.operands), fmt.operands, tuple(f.lo for f in fmt.operands),
+               tuple((1 << f.width) - 1 for f in fmt.operands),
+               sum(((1 << f.width) - 1) << f.lo for f in fmt.fields if f.reserved))
+    for opc, fmt in FORMATS.items()
+}
+
+
+def _where(insn: object, index: int | None) -> str:
+    name = type(insn).__name__.lower()
+    return f"instruction {index} ({name})" if index is not None else name
 
 
 def encode(insn: Instruction, index: int | None = None) -> bytes:
     """The 16 little-endian bytes of one instruction; IsaError names the field out of range."""
-    where = f"instruction {index} ({type(insn).__name__.lower()})" if index is not None else type(insn).__name__
-    fmt = FORMATS.get(getattr(insn, "OPCODE", None))  # type: ignore[arg-type]
-    if fmt is None or CLASSES[fmt.opcode] is not type(insn):
-        raise IsaError(f"{where}: not an instruction object: {insn!r}")
-    _check_tokens(insn, where)
-    word = int(fmt.opcode)
-    for f in fmt.operands:
-        word |= _to_bits(f, getattr(insn, f.name), where) << f.lo
+    opc = getattr(insn, "OPCODE", None)
+    if opc not in FORMATS or CLASSES[opc] is not type(insn):
+        raise IsaError(f"{_where(insn, index)}: not an instruction object: {insn!r}")
+    plan = _PLANS[opc]
+    word = int(opc)
+    for f, lo in zip(plan.fields, plan.lows, strict=True):
+        word |= _to_bits(f, getattr(insn, f.name), insn, index) << lo
+    _check_tokens(insn, index)
     return word.to_bytes(INSN_BYTES, "little")
 
 
@@ -75,16 +99,14 @@ def decode(data: bytes, index: int | None = None) -> Instruction:
     if opc not in FORMATS:
         raise IsaError(f"{where}: unknown opcode {opc}")
     fmt = FORMATS[Opcode(opc)]
-    values = {}
-    for f in fmt.fields:
-        raw = (word >> f.lo) & ((1 << f.width) - 1)
-        if f.reserved:
-            if raw:
-                raise IsaError(f"{where} ({fmt.mnemonic}): reserved bits {f.hi}:{f.lo} are not zero")
-        elif f.name != "opc":
-            values[f.name] = _from_bits(f, raw, f"{where} ({fmt.mnemonic})")
+    plan = _PLANS[fmt.opcode]
+    if word & plan.reserved_mask:
+        bad = next(f for f in fmt.fields if f.reserved and (word >> f.lo) & ((1 << f.width) - 1))
+        raise IsaError(f"{where} ({fmt.mnemonic}): reserved bits {bad.hi}:{bad.lo} are not zero")
+    values = {f.name: _from_bits(f, (word >> lo) & mask, f"{where} ({fmt.mnemonic})")
+              for f, lo, mask in zip(plan.fields, plan.lows, plan.masks, strict=True)}
     insn = CLASSES[fmt.opcode](**values)
-    _check_tokens(insn, f"{where} ({fmt.mnemonic})")
+    _check_tokens(insn, index, f"{where} ({fmt.mnemonic})")
     return insn
 
 

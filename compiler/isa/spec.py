@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import IntEnum
+from functools import cached_property
 
 from costmodel.errors import UserError
 
@@ -216,19 +217,19 @@ class Field:
     def hi(self) -> int:
         return self.lo + self.width - 1
 
-    @property
+    @cached_property
     def flag(self) -> bool:
         return self.width == 1 and self.enum is None
 
-    @property
+    @cached_property
     def reserved(self) -> bool:
         return self.name.startswith("_")
 
-    @property
+    @cached_property
     def min(self) -> int:
         return self.bias - (1 << (self.width - 1) if self.signed else 0)
 
-    @property
+    @cached_property
     def max(self) -> int:
         return self.min + (1 << self.width) - 1
 
