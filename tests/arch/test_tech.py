@@ -33,6 +33,11 @@ def test_stillmaker_energy_factors_match_reference_evaluations():
     assert tech.energy_factor(45, 7) == pytest.approx(0.068, abs=0.0015)
 
 
+def test_7nm_int8_mac_matches_reference_derivation():
+    # cost-numbers.md B.5 "[run]": Horowitz x 0.068 -> int8 MAC (8 b mult + 32 b add) ~ 0.020 pJ at 7 nm.
+    assert tech.mac_cost("int8", Technology(7)).read_pj == pytest.approx(0.020, abs=0.001)
+
+
 def test_hand_scaled_mac_one_node_step():
     # HP45 fit at 0.9 V: 1.018*0.81 - 0.3107*0.9 + 0.1539 = 0.698853;
     # HP32 fit at 0.9 V: 0.8367*0.81 - 0.4341*0.9 + 0.1701 = 0.455937 -> factor 0.652408.

@@ -46,3 +46,14 @@ def test_line_map(tmp_path):
     assert lines.line(("levels", 1, "size")) == 6
     assert lines.line(("levels", 1, "missing")) == 6  # falls back to the parent
     assert format_path(("levels", 1, "size")) == "levels[1].size"
+
+
+def test_docs_field_reference_is_current():
+    # docs/hwconfig.md embeds `dse schema hw --markdown`; regenerate it when the models change.
+    from pathlib import Path
+
+    from costmodel.arch import HwConfig
+    from dse.cli.schema_cmd import schema_markdown
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "hwconfig.md").read_text()
+    assert schema_markdown(HwConfig.model_json_schema()) in doc
