@@ -30,9 +30,9 @@ def _encoding(f: Field) -> str:
 
 
 def _format_section(fmt: spec.Format) -> list[str]:
-    engine = fmt.engine.name if fmt.engine is not None else ("field `engine`" if any(
-        f.name == "engine" for f in fmt.fields) else "all engines")
-    out = [f"### `{fmt.mnemonic}` (opcode {int(fmt.opcode)}, engine {engine})", "", fmt.doc[0].upper() + fmt.doc[1:] + ".",
+    engine = f"engine {fmt.engine.name}" if fmt.engine is not None else ("engine given by field `engine`" if any(
+        f.name == "engine" for f in fmt.fields) else "seen by all engines")
+    out = [f"### `{fmt.mnemonic}` (opcode {int(fmt.opcode)}, {engine})", "", fmt.doc[0].upper() + fmt.doc[1:] + ".",
            "", "| bits | field | width | encoding | meaning |", "|---|---|---|---|---|"]
     for f in fmt.fields:
         bits = f"{f.hi}:{f.lo}" if f.width > 1 else str(f.lo)
