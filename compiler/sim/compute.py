@@ -17,7 +17,8 @@ from compiler.sim import kernels, quant
 from compiler.sim.races import BufAccess
 from compiler.sim.state import MachineState, SimError
 
-_NO_Y = frozenset({VecOp.MOV, VecOp.CLAMP, VecOp.LSUM, VecOp.LMAX, VecOp.RADD, VecOp.RMAX, VecOp.RMIN})
+NO_Y = frozenset({VecOp.MOV, VecOp.CLAMP, VecOp.LSUM, VecOp.LMAX, VecOp.RADD, VecOp.RMAX, VecOp.RMIN})
+"""VEC ops that do not read src1 (LUT reads it as a table, see _lut)."""
 _F32_Y = frozenset({VecOp.REQUANT, VecOp.REQUANT_DIV})
 _REGS = frozenset(int(r) for r in Reg)
 
@@ -67,7 +68,7 @@ def _hazard(rows: np.ndarray, elem: np.ndarray, dst: int) -> bool:
 
 def _operand_y(state: MachineState, insn: Vec, taps: int, m: int, where: str):
     """(y values broadcastable to [T, M, L] or None, accesses, rows-with-element for hazards)."""
-    if insn.op in _NO_Y:
+    if insn.op in NO_Y:
         return None, [], None
     mode = insn.src1_mode
     if mode == Src1Mode.REG:
@@ -179,6 +180,8 @@ def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str) ->
     if op == VecOp.CLAMP:
         return np.clip(x0, reg(Reg.CLAMP_LO), reg(Reg.CLAMP_HI))
     if op in (VecOp.REQUANT, VecOp.REQUANT_DIV):
+        if not np.isfinite(y0).all() or (op == VecOp.REQUANT_DIV and (np.asarray(y0) == 0).any()):
+            raise SimError(f"{where}: {op.name} scale is not a finite (non-zero, for a divide) float32")
         return quant.requantize_range(x0, y0, reg(Reg.OUT_ZP), reg(Reg.QMIN), reg(Reg.QMAX),
                                       divide=op == VecOp.REQUANT_DIV)
     if op == VecOp.QADD:

@@ -43,7 +43,9 @@ def requantize(
     *,
     divide: bool = False,
 ) -> np.ndarray:
-    """int32 (or float32) values -> int8/uint8, bit-exact with MLAS; ``scale`` broadcasts over lanes."""
+    """int32 (or float32) values -> int8/uint8, bit-exact with MLAS; ``scale`` broadcasts over lanes.
+
+    Scales and float inputs must be finite (callers check: MLAS gives no defined result for NaN)."""
     qmin, qmax = qrange(dtype)
     return requantize_range(acc, scale, zero_point, qmin, qmax, divide=divide).astype(dtype)
 
@@ -56,9 +58,8 @@ def requantize_range(
     zp = np.asarray(zero_point, dtype=np.int64)
     f = np.asarray(acc).astype(np.float32)
     s = np.asarray(scale, dtype=np.float32)
-    with np.errstate(all="ignore"):  # inf/NaN scales saturate or give 0 below, never a warning
+    with np.errstate(over="ignore"):  # a product beyond float32 becomes +-inf and saturates below
         f = f / s if divide else f * s
-    f = np.nan_to_num(f, nan=0.0)
     f = np.clip(f, (qmin - zp).astype(np.float32), (qmax - zp).astype(np.float32))
     return (np.rint(f).astype(np.int64) + zp).astype(np.int32)
 
@@ -68,9 +69,9 @@ def qadd(x: np.ndarray, y: np.ndarray, sa: float, sb: float, off: float, qmin: i
     then saturate to [qmin, qmax] and round half to even; returns int32."""
     fa = np.asarray(x).astype(np.float32)
     fb = np.asarray(y).astype(np.float32)
-    with np.errstate(all="ignore"):
+    with np.errstate(over="ignore"):
         f = (np.float32(off) + np.float32(sa) * fa) + np.float32(sb) * fb
-    f = np.clip(np.nan_to_num(f, nan=0.0), np.float32(qmin), np.float32(qmax))
+    f = np.clip(f, np.float32(qmin), np.float32(qmax))
     return np.rint(f).astype(np.int32)
 
 

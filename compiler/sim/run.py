@@ -173,6 +173,8 @@ def _convert(value: np.ndarray, io: IOTensor) -> np.ndarray:
     if value.dtype == want:
         return value
     if value.dtype.kind == "f" and io.dtype in ("int8", "uint8"):
+        if not np.isfinite(value).all():
+            raise UserError(f"input {io.name!r}: NaN or infinite values cannot be quantized")
         return quant.requantize(value.astype(np.float32), io.scale, io.zero_point, want, divide=True)
     if value.dtype.kind in "iub" and want.kind in "iu":
         info = np.iinfo(want)

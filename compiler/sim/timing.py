@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from compiler.isa.instructions import Barrier, Finish, Gemm, Instruction, Load, Nop, SetReg, Store, Vec
 from compiler.isa.spec import Src1Mode, VecOp
+from compiler.sim import compute
 from compiler.sim.state import ELEM_BYTES
 from compiler.target import Target
 
 VEC_PIPELINE_CYCLES = 4
 """Estimate (not from a source): read, ALU, convert and write stages of the vector unit."""
 
-_NO_Y = frozenset({VecOp.MOV, VecOp.CLAMP, VecOp.LSUM, VecOp.LMAX, VecOp.RADD, VecOp.RMAX, VecOp.RMIN,
-                   VecOp.LUT})
+_NO_Y = compute.NO_Y | {VecOp.LUT}
 
 
 def _ceil(a: int, b: int) -> int:
