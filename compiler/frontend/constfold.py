@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.frontend.graphinfo import Graph, TensorInfo, note_bits
+from compiler.frontend.msops import add_shapes
 from compiler.frontend.optable import CONSTANT_OPS, kind_of
 from compiler.frontend.reading import FOLD_LIMIT, weight_inputs
 from costmodel.errors import UserError
@@ -51,7 +52,10 @@ def resolve(model: Any, path: Path, allow_unsupported: bool,
     for round_ in range(MAX_ROUNDS + 1):
         inferred = _infer(model, path, strict=not unsupported)
         tensors = _tensor_table(inferred, weights)
-        if round_ == MAX_ROUNDS or not _fold_pass(model, tensors, producers, bits, opset):
+        if round_ == MAX_ROUNDS:
+            break
+        folded = _fold_pass(model, tensors, producers, bits, opset)
+        if not (add_shapes(model, tensors) or folded):
             break
     for node in model.graph.node:
         note_bits(node, tensors, bits)

@@ -20,6 +20,7 @@ from costmodel.errors import UserError
 # operand positions: (x, w, bias) for convs, (a, b) for matmuls
 _CONV_SLOTS = {"Conv": (0, 1, 2), "QLinearConv": (0, 3, 8), "ConvInteger": (0, 1, None)}
 _MATMUL_SLOTS = {"MatMul": (0, 1), "QLinearMatMul": (0, 3), "MatMulInteger": (0, 1)}
+_GEMM_SLOTS = {"Gemm": (0, 1, 2), "QGemm": (0, 3, 6)}  # QGemm: onnxruntime's com.microsoft contrib op
 
 
 def build_mac(ctx: Context, node: Any) -> list[Layer]:
@@ -28,8 +29,8 @@ def build_mac(ctx: Context, node: Any) -> list[Layer]:
         return [_conv(ctx, node, *_CONV_SLOTS[op])]
     if op == "ConvTranspose":
         return [_conv_transpose(ctx, node)]
-    if op == "Gemm":
-        return [_gemm(ctx, node)]
+    if op in _GEMM_SLOTS:
+        return [_gemm(ctx, node, *_GEMM_SLOTS[op])]
     if op in _MATMUL_SLOTS:
         return [_matmul(ctx, node, *_MATMUL_SLOTS[op])]
     from compiler.frontend.rnn_layers import build_rnn
@@ -117,8 +118,8 @@ def _conv_transpose(ctx: Context, node: Any) -> Layer:
                    groups=group, spatial_rank=rank)
 
 
-def _gemm(ctx: Context, node: Any) -> Layer:
-    a_name, b_name, c_name = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2)
+def _gemm(ctx: Context, node: Any, ai: int, bi: int, ci: int) -> Layer:
+    a_name, b_name, c_name = ctx.input(node, ai), ctx.input(node, bi), ctx.input(node, ci)
     at = ctx.attrs(node)
     a, b = ctx.shape(node, a_name), ctx.shape(node, b_name)
     m, k = (a[1], a[0]) if at.get("transA", 0) else a

@@ -73,6 +73,14 @@ VECTOR_OPS: dict[str, VectorRule] = {
     "Gather": VectorRule("output", 1, "with non-constant indices: one indexed load per output element"),
 }
 
+MS_VECTOR_OPS: dict[str, VectorRule] = {
+    "QLinearAdd": _EW, "QLinearMul": _EW, "QLinearSigmoid": _EW, "QLinearLeakyRelu": _EW,
+    "QLinearSoftmax": VectorRule("input", 5, "as Softmax"),
+    "QLinearGlobalAveragePool": VectorRule("input", 1, "each input element once"),
+    "QLinearAveragePool": VectorRule("window", 1, "kernel taps per output element"),
+}
+"""Quantized contrib ops of onnxruntime (domain com.microsoft; see msops.py)."""
+
 LAYOUT_OPS: dict[str, str] = {
     op: "data movement only"
     for op in ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice",
@@ -112,6 +120,10 @@ PARAM_INPUT_SLOTS: dict[str, frozenset[int]] = {
 
 def kind_of(op_type: str, domain: str = "", indices_static: bool = True) -> str | None:
     """The layer kind of an ONNX op, or None when the op is not supported."""
+    if domain == "com.microsoft":
+        from compiler.frontend.msops import MS_KINDS
+
+        return MS_KINDS.get(op_type)
     if domain not in ("", "ai.onnx"):
         return None
     if op_type in MAC_OPS:
@@ -140,5 +152,9 @@ def markdown_table() -> str:
         fused = "; fusible post-op" if op in FUSIBLE else ""
         rows.append(f"| {op} | vector | {rule.basis} x {rule.per_element}: {rule.note}{fused} |")
     rows += [f"| {op} | layout | {what} |" for op, what in sorted(LAYOUT_OPS.items())]
+    rows.append("| com.microsoft::QGemm | mac | fc / matmul, widths from the integer tensors |")
+    rows += [f"| com.microsoft::{op} | vector | {rule.basis} x {rule.per_element}: {rule.note} |"
+             for op, rule in sorted(MS_VECTOR_OPS.items())]
+    rows.append("| com.microsoft::QLinearConcat | layout | data movement only |")
     rows += [f"| {op} | (folded) | constant |" for op in sorted(CONSTANT_OPS)]
     return "\n".join(rows)

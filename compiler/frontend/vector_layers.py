@@ -13,7 +13,8 @@ import math
 from typing import Any
 
 from compiler.frontend.context import Context
-from compiler.frontend.optable import NON_DATA_SLOTS, NORM_OPS, VECTOR_OPS
+from compiler.frontend.msops import data_slots
+from compiler.frontend.optable import MS_VECTOR_OPS, NON_DATA_SLOTS, NORM_OPS, VECTOR_OPS
 from compiler.frontend.workload import Layer
 from costmodel.errors import UserError
 
@@ -61,14 +62,17 @@ def _constant_params(ctx: Context, node: Any, layer: Layer) -> None:
         layer.weights = ctx.static_numel(node, ctx.input(node, 1))
         layer.bias = ctx.static_numel(node, ctx.input(node, 2))
         return
-    skip = NON_DATA_SLOTS.get(node.op_type, frozenset())
+    if node.domain == "com.microsoft":
+        skip = frozenset(range(len(node.input))) - frozenset(data_slots(node))
+    else:
+        skip = NON_DATA_SLOTS.get(node.op_type, frozenset())
     layer.weights = sum(n for i, t in enumerate(node.input)
                         if i not in skip and (n := ctx.static_numel(node, t)) > 1)
 
 
 def vector_ops(ctx: Context, node: Any) -> int:
     """Element operations of a vector op (see optable.VECTOR_OPS for each op's rule)."""
-    rule = VECTOR_OPS[node.op_type]
+    rule = MS_VECTOR_OPS[node.op_type] if node.domain == "com.microsoft" else VECTOR_OPS[node.op_type]
     out = ctx.numel(node, node.output[0])
     if rule.basis == "output":
         return out * rule.per_element

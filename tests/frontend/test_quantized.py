@@ -75,6 +75,37 @@ def test_qoperator_model_uses_qlinear_ops(float_model, tmp_path):
         assert [t.bits for t in layer.problem.tensors] == [8, 8, 8]
 
 
+class _ContribNet(torch.nn.Module):
+    """What quantize_static's QOperator format turns into com.microsoft contrib ops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(4, 4, 1)
+        self.fc = torch.nn.Linear(8, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.c1(x))
+        z = torch.nn.functional.avg_pool2d(torch.sigmoid(self.c2(y)) * y + y, 2)  # QLinearMul/Add/AveragePool
+        z = torch.cat([z, z], 1).mean((2, 3))  # QLinearConcat
+        return torch.softmax(self.fc(z), -1)  # QGemm, QLinearSoftmax
+
+
+def test_qoperator_contrib_ops_are_understood(tmp_path):
+    torch.manual_seed(0)
+    src = export_onnx(_ContribNet(), (torch.randn(1, 3, 4, 4),), tmp_path / "f.onnx", dynamo=False)
+    wl = import_onnx(_quantize(src, tmp_path / "q.onnx", QuantFormat.QOperator, QuantType.QUInt8))
+    ops = {x.op_type: x for x in wl.layers()}
+    assert {"QGemm", "QLinearMul", "QLinearAdd", "QLinearAveragePool", "QLinearConcat", "QLinearSoftmax"} <= set(ops)
+    # c1: 4*3*9*16 = 1728; c2: 4*4*16 = 256; fc: 8 -> 6 = 48
+    assert sorted(x.macs for x in wl.mac_layers()) == [48, 256, 1728]
+    assert ops["QGemm"].params == 8 * 6 + 6
+    assert [t.bits for t in ops["QGemm"].problem.tensors] == [8, 8, 8]
+    # AveragePool 2x2 on 1x4x4x4 -> 1x4x2x2: 16 outputs x 4 taps; the concat doubles the channels
+    assert ops["QLinearAveragePool"].vector_ops == 64
+    assert ops["QLinearConcat"].output_shapes == ((1, 8, 2, 2),)
+
+
 def test_integer_ops_write_int32(tmp_path):
     nodes = [helper.make_node("ConvInteger", ["x", "w"], ["c"], name="conv"),
              helper.make_node("MatMulInteger", ["a", "b"], ["m"], name="mm")]
