@@ -79,9 +79,12 @@ def _to_python(node: yaml.Node, path: PathKey, lines: dict[PathKey, int]) -> Any
     return _scalar(node)
 
 
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
 def _scalar(node: yaml.Node) -> Any:
-    """A scalar node as Python, with YAML 1.1's implicit types (int, float, bool, null)."""
-    return yaml.safe_load(yaml.serialize(node))
+    """A scalar node as Python, with the types its resolved tag says (int, float, bool, null, str)."""
+    return _CONSTRUCTOR.construct_object(node, deep=True)
 
 
 def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
@@ -93,7 +96,7 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
     except OSError as exc:
         raise UserError(f"{shown}: cannot read file ({exc.strerror or exc})") from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
