@@ -75,6 +75,9 @@ def lanes(buf: np.ndarray, unsigned: bool) -> np.ndarray:
 
 def to_lanes(values: np.ndarray, dtype: np.dtype, unsigned: bool) -> np.ndarray:
     """Convert exact results to a destination lane: 8-bit saturates, 32-bit wraps."""
+    if values.dtype == object:  # exact big integers (RMAC of 32-bit operands)
+        values = np.clip(values, -(2**63), 2**63 - 1) if np.dtype(dtype).itemsize == 1 else values % 2**32
+        values = values.astype(np.int64) if np.dtype(dtype).itemsize == 1 else values.astype(np.uint64)
     if np.dtype(dtype).itemsize == 1:
         lo, hi = (0, 255) if unsigned else (-128, 127)
         out = np.clip(values, lo, hi).astype(np.uint8 if unsigned else np.int8)
@@ -107,7 +110,11 @@ def reduce_taps(op: str, x: np.ndarray, y: np.ndarray | None, old: np.ndarray | 
     if op == "RADD":
         r = x.sum(axis=0, dtype=np.int64)
     elif op == "RMAC":
-        r = (x.astype(np.int64) * y).sum(axis=0)
+        xi, yi = x.astype(np.int64), np.asarray(y, dtype=np.int64)
+        bound = int(np.abs(xi).max(initial=0)) * int(np.abs(yi).max(initial=0)) * x.shape[0]
+        if bound >= 2**62:  # 32 x 32-bit products summed could leave int64: exact Python integers
+            xi, yi = xi.astype(object), yi.astype(object)
+        r = (xi * yi).sum(axis=0)
     elif op == "RMAX":
         r = x.max(axis=0).astype(np.int64)
     elif op == "RMIN":
@@ -117,5 +124,5 @@ def reduce_taps(op: str, x: np.ndarray, y: np.ndarray | None, old: np.ndarray | 
     if old is None:
         return r
     if op in ("RADD", "RMAC"):
-        return old.astype(np.int64) + r
+        return old.astype(r.dtype) + r
     return np.maximum(old, r) if op == "RMAX" else np.minimum(old, r)

@@ -240,3 +240,15 @@ def test_gemm_matches_loop_oracle(g, seed):
     compute.gemm(s, g, "test", compute=True)
     np.testing.assert_array_equal(s.buffers[Buffer.ACC], want_acc)
     np.testing.assert_array_equal(s.weights, want_w)  # the last tile stays in the PEs
+
+
+def test_shr_rounding_modes_through_the_register():
+    s = MachineState.create(T, 0)
+    s.buffers[Buffer.ACC][0:8] = np.array([-6, -5, -3, -2, 2, 3, 5, 6])[:, None]  # / 4: ties at -1.5 -.5 .5 1.5
+    s.regs[int(Engine.EX), 16] = 2
+    want = {0: [-2, -1, -1, 0, 0, 1, 1, 2], 1: [-1, -1, -1, 0, 1, 1, 1, 2], 2: [-2, -2, -1, -1, 0, 0, 1, 1]}
+    for mode, expected in want.items():
+        s.regs[int(Engine.EX), int(Reg.ROUND)] = mode
+        compute.vec(s, Vec(op=VecOp.SHR, src1_mode=Src1Mode.REG, src1=16, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC,
+                           dst=10, src0=0, mx=8, sx=1), "t", True)
+        assert s.buffers[Buffer.ACC][10:18, 3].tolist() == expected
