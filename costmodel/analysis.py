@@ -58,9 +58,11 @@ class _Batch:
     def __init__(self, batch, shape: Shape, arch) -> None:
         geo = Geometry.of(batch, shape)
         idx = list(shape.active)
-        rank = np.ascontiguousarray(batch.order[:, :, idx].transpose(1, 2, 0))
-        if len(idx) < batch.order.shape[2]:  # dense ranks among the active dims (0..D-1)
-            rank = (rank[:, None, :, :] < rank[:, :, None, :]).sum(axis=2)
+        # loop ranks are a permutation of all dims per level (CONTRACTS.md); the within-level
+        # products run over all dims (dropped ones have factor 1), comparisons over active ones
+        rank_all = np.ascontiguousarray(batch.order.transpose(1, 2, 0))
+        t_all = np.ascontiguousarray(batch.temporal.transpose(1, 2, 0))
+        rank = rank_all[:, idx]
         t = geo.t
         n_lv, d, b = t.shape
         self.geo, self.t, self.rank, self.xy = geo, t, rank, geo.xy
@@ -69,15 +71,16 @@ class _Batch:
         for m in range(n_lv):
             self.n_above[m + 1] = self.n_above[m] * t[m].prod(axis=0)
             self.sp_above[m + 1] = self.sp_above[m] * geo.xy[m].prod(axis=0)
-        perm = np.empty_like(rank)
-        np.put_along_axis(perm, rank, np.broadcast_to(np.arange(d)[None, :, None], rank.shape), axis=1)
-        ts = np.take_along_axis(t, perm, axis=1)
+        d_all = rank_all.shape[1]
+        perm = np.empty_like(rank_all)
+        np.put_along_axis(perm, rank_all, np.broadcast_to(np.arange(d_all)[None, :, None], rank_all.shape), axis=1)
+        ts = np.take_along_axis(t_all, perm, axis=1)
         cum = np.ones_like(ts)
-        for j in range(1, d):
+        for j in range(1, d_all):
             np.multiply(cum[:, j - 1], ts[:, j - 1], out=cum[:, j])
-        within = np.take_along_axis(cum, rank, axis=1)
+        within = np.take_along_axis(cum, rank_all, axis=1)[:, idx]
         self.wts = self.n_above[:n_lv, None, :] * within * (t - 1)  # steps at which a loop advances
-        self.pos = np.arange(n_lv)[:, None, None] * d + rank  # nest position of each temporal loop
+        self.pos = np.arange(n_lv)[:, None, None] * d_all + rank  # nest position of each temporal loop
         self.w_t = geo.w[0::3]  # place value of each temporal loop
         self.r_cum = np.zeros((n_lv + 1, d, b), np.int64)  # prefix of (f-1)*w over temporal loops
         for m in range(n_lv):
@@ -105,18 +108,20 @@ class _Batch:
         return self._xy_above[c]
 
 
-def _shifts(bt: _Batch, ax: Axis, c: int) -> np.ndarray:
-    """Δ of a multi-term axis when temporal loop (level m < c, dim e0) advances: [c, D, B]."""
+def _shifts(bt: _Batch, ax: Axis, c: int, free: list[int]) -> np.ndarray:
+    """Δ of a multi-term axis when temporal loop (level m < c, dim free[k]) advances: [c, K, B]."""
     rk = bt.rank[:c]
-    total = np.zeros(bt.t[:c].shape, np.int64)
+    rk_free = rk[:, free]
+    total = np.zeros((c, len(free), rk.shape[2]), np.int64)
     for coef, e in ax.terms:
         # loops of e at levels between the advancing loop's and c wrap to 0 ...
         reset_below = coef * (bt.r_cum[1:c + 1, e] - bt.r_cum[c, e])
         total += reset_below[:, None, :]
         # ... and so does e's loop at the same level when it is inner to the advancing loop
         reset_here = coef * (bt.t[:c, e] - 1) * bt.w_t[:c, e]
-        total -= np.where(rk[:, e][:, None, :] > rk, reset_here[:, None, :], 0)
-        total[:, e] += coef * bt.w_t[:c, e]  # the advancing loop itself, when it is e's
+        total -= np.where(rk[:, e][:, None, :] > rk_free, reset_here[:, None, :], 0)
+        if e in free:
+            total[:, free.index(e)] += coef * bt.w_t[:c, e]  # the advancing loop itself
     return total
 
 
@@ -141,10 +146,12 @@ class _Link:
         st_mask = np.zeros(bt.t.shape[1], bool)
         st_mask[self.st] = True
         js = np.where((bt.t[:c] > 1) & st_mask[None, :, None], bt.pos[:c], -1).max(axis=(0, 1), initial=-1)
-        # only steps after the innermost advancing loop of a single-term dimension can reuse
-        self.after = np.where(bt.pos[:c] > js[None, None, :], bt.wts[:c], 0)
-        self.shift = [_shifts(bt, ax, c) for ax in self.mt]
-        self.s0 = self._reused(None, {})
+        # only steps after the innermost advancing loop of a single-term dimension can reuse, and
+        # those loops are on the other dimensions
+        free = [e for e in range(bt.t.shape[1]) if e not in self.st]
+        self.after = np.where(bt.pos[:c, free] > js[None, None, :], bt.wts[:c, free], 0)
+        self.shift = [_shifts(bt, ax, c, free) for ax in self.mt]
+        self.s0 = self._reused(None, {}) if self.mt else self.after.sum(axis=(0, 1))
 
     def _reused(self, rows: np.ndarray | None, over: dict) -> np.ndarray:
         """Σ over steps of Π over multi-term axes of Stab(Δ), for ``rows`` (None: all); ``over[k]``
@@ -152,12 +159,15 @@ class _Link:
         sel = slice(None) if rows is None else rows
         prod = self.after[:, :, sel]
         for k, (tab, row0, sh) in enumerate(zip(self.tables, self.rows0, self.shift)):
-            shk = np.clip(sh[:, :, sel], -tab.span, tab.span) + tab.span
+            idx = np.clip(sh[:, :, sel], -tab.span, tab.span)
+            width = 2 * tab.span + 1
             if k in over:
                 srows, inv = over[k]
-                prod = prod * srows[inv[None, None, :], shk]
+                idx += (inv * width + tab.span)[None, None, :]
+                prod = prod * srows.ravel().take(idx)
             else:
-                prod = prod * tab.overlap[row0[sel][None, None, :], shk]
+                idx += (row0[sel] * width + tab.span)[None, None, :]
+                prod = prod * tab.overlap.ravel().take(idx)
         return prod.sum(axis=(0, 1))
 
     def entries(self, kind: str, q: int) -> np.ndarray:
