@@ -159,8 +159,14 @@ class Program:
         fp = self.fingerprint
         if not (isinstance(fp, str) and len(fp) == 16 and all(c in "0123456789abcdef" for c in fp)):
             raise UserError(f"program: fingerprint {fp!r} must be 16 lowercase hex digits")
+        if self.isa_version != ISA_VERSION:
+            raise UserError(f"program: ISA version {self.isa_version}, this toolkit writes {ISA_VERSION}")
+        for key in ("dram_size", "const_base"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1 << 32:
+                raise UserError(f"program: {key} = {value!r}, expected an integer in [0, 2**32]")
         for seg in self.const_segments:
-            if seg.offset + seg.size > len(self.constants):
+            if seg.offset < 0 or seg.size < 0 or seg.offset + seg.size > len(self.constants):
                 raise UserError(f"constant segment {seg.name!r} [{seg.offset}, +{seg.size}) lies outside "
                                 f"the {len(self.constants)}-byte constants section")
         for i in self.debug:

@@ -100,3 +100,12 @@ def test_free_comments_are_ignored():
     p = assemble("# header\n\n  gemm mx=2   # trailing ; not a debug entry\nfinish\n")
     assert p.instructions == [Gemm(mx=2), Finish()] and p.debug == {}
     assert isinstance(p, Program)
+
+
+def test_what_the_assembler_accepts_the_reader_accepts():
+    with pytest.raises(UserError, match="dram_size = -5"):
+        assemble(".memmap dram_size=-5 const_base=0\n")
+    with pytest.raises(UserError, match="constants .* exceed dram_size 4"):
+        assemble(".memmap dram_size=4 const_base=0\n.const 0011223344\n")
+    with pytest.raises(UserError, match="lies outside"):
+        assemble('.segment {"kind":"lut","name":"t","offset":0,"size":9}\n.const 00\n')
