@@ -37,6 +37,10 @@ def read_model(path: Path) -> Any:
                         f"ONNX protobuf ({type(exc).__name__})") from None
     if model.ir_version <= 0 or not model.HasField("graph") or not model.graph.node:
         raise UserError(f"{path}: not an ONNX model: no ir_version or no graph nodes in {len(data)} bytes")
+    if model.functions:  # model-local functions (some exporters wrap blocks in them): inline them
+        import onnx.inliner
+
+        model = onnx.inliner.inline_local_functions(model)
     _name_nodes(model.graph)
     _check_references(model.graph, path)
     _topological_sort(model.graph, path)

@@ -267,3 +267,20 @@ def test_lstm_batch_first_with_peepholes(tmp_path):
     # params: W 80 + R 100 + B 40 + P 15 = 235
     assert sum(x.params for x in layers.values()) == 235
     assert layers["lstm/cell"].output_shapes == ((2, 3, 1, 5),)  # layout=1: [batch, T, dirs, H]
+
+
+def test_model_local_functions_are_inlined(tmp_path):
+    import onnx
+
+    # a local function "ConvRelu" wrapping Conv + Relu, called once: imports as one fused conv
+    fn = helper.make_function("local", "ConvRelu", ["x", "w"], ["y"],
+                              [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+                              [helper.make_opsetid("", 17)])
+    graph = helper.make_graph([helper.make_node("ConvRelu", ["x", "w"], ["y"], name="block", domain="local")], "g",
+                              [helper.make_tensor_value_info("x", FLOAT, [1, 2, 3, 3])],
+                              [helper.make_tensor_value_info("y", FLOAT, None)], [weight("w", 4, 2, 1, 1)])
+    model = helper.make_model(graph, functions=[fn], ir_version=8,
+                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    onnx.save(model, str(tmp_path / "f.onnx"))
+    (layer,) = import_onnx(tmp_path / "f.onnx").layers()
+    assert (layer.op_type, layer.macs, layer.post_ops) == ("Conv", 4 * 2 * 9, ["Relu"])
