@@ -103,6 +103,9 @@ class LevelConfig(_Strict):
     )
     leak_mw: NonNeg | None = Field(None, description="Override: leakage power per instance (mW).")
     area_mm2: NonNeg | None = Field(None, description="Override: area per instance (mm^2).")
+    network_area_mm2: NonNeg | None = Field(
+        None, description="Override: area of the fan-out network below all instances (mm^2)."
+    )
 
 
 class MacConfig(_Strict):
@@ -174,7 +177,8 @@ class Constraint(_Strict):
     )
     temporal: dict[str, PosInt] | None = Field(
         None,
-        description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}; dims the layer lacks are ignored.",
+        description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}; "
+        "dims the layer lacks are ignored.",
     )
     order: list[str] | None = Field(
         None, description="These dims are the level's innermost loops, in this order (outer to inner)."
@@ -302,6 +306,12 @@ class Architecture(BaseModel):
     def level(self, name: str) -> Level:
         return self.levels[self.level_index(name)]
 
+    def to_dataframe(self) -> Any:
+        """One row per level (pandas, imported lazily): the resolved fields and costs."""
+        import pandas as pd
+
+        return pd.DataFrame([lv.model_dump() for lv in self.levels]).set_index("name")
+
     def fingerprint(self) -> str:
         """16 hex chars of sha256 over the canonical resolved config (the file path excluded)."""
         data = self.model_dump(mode="json", exclude={"source"})
@@ -317,13 +327,19 @@ def resolve_path(path_or_name: str | Path) -> Path:
     return HWCONFIGS / f"{p}.yaml"
 
 
-def load_architecture(path_or_name: str | Path) -> Architecture:
-    """Load, validate and resolve a hwconfig; any mistake -> UserError with file:line: field."""
+def load_config_data(path_or_name: str | Path) -> tuple[Any, LineMap, Path]:
+    """The raw data of a hwconfig file with its line map (for studies that patch knobs, then resolve)."""
     path = resolve_path(path_or_name)
     if not path.exists():
         shipped = sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
         raise UserError(f"{path}: no such hardware config (shipped configs: {', '.join(shipped)})")
     data, lines = load_yaml(path)
+    return data, lines, path
+
+
+def load_architecture(path_or_name: str | Path) -> Architecture:
+    """Load, validate and resolve a hwconfig; any mistake -> UserError with file:line: field."""
+    data, lines, path = load_config_data(path_or_name)
     return architecture_from_dict(data, lines, source=str(path))
 
 

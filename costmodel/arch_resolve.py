@@ -66,8 +66,11 @@ def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
         if i == 0 and set(lv.holds) != set(ROLES):
             raise lines.error((*at, "holds"), f"expected DRAM to hold all of I, W, O, got {lv.holds}")
         if lv.double_buffered and lv.ideal_overlap:
-            raise lines.error((*at, "ideal_overlap"), "expected at most one of double_buffered and "
-                              "ideal_overlap (double buffering already overlaps transfers)")
+            raise lines.error(
+                (*at, "ideal_overlap"),
+                "expected at most one of double_buffered and "
+                "ideal_overlap (double buffering already overlaps transfers)",
+            )
         caps.append(_capacity(lv, lines, at))
     return caps
 
@@ -164,7 +167,9 @@ def resolve(cfg: HwConfig, lines: LineMap, source: str) -> Architecture:
                 hop_pj=_pick(lv.hop_pj, wire * lv.word_bits * pitch_mm),
                 leak_mw=_pick(lv.leak_mw, c.leak_mw),
                 area_mm2=areas[i],
-                network_area_mm2=network_area_mm2(children * lv.word_bits, pitch_mm, tech),
+                network_area_mm2=_pick(
+                    lv.network_area_mm2, network_area_mm2(children * lv.word_bits, pitch_mm, tech)
+                ),
             )
         )
     return Architecture(

@@ -174,8 +174,13 @@ def _data_path(loc: Sequence[str | int], data: Any) -> PathKey:
 
 
 def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = None) -> UserError:
-    """The first error of a pydantic ValidationError as one located, readable UserError."""
-    err = exc.errors()[0]
+    """The first error of a pydantic ValidationError as one located, readable UserError.
+
+    An unknown key is reported before anything else: a typo also makes the real key "missing", and
+    "did you mean" is the useful message.
+    """
+    errors = exc.errors()
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(err["loc"])
     loc = _data_path(loc, data) if data is not None and err["type"] != "missing" else loc
     got = err.get("input")

@@ -176,3 +176,17 @@ def test_random_configs_resolve(fanouts, node):
     parts = area_breakdown(arch)
     assert parts["mac"] == pytest.approx(arch.num_pes * arch.mac.area_mm2)
     assert parts["total"] == pytest.approx(sum(v for k, v in parts.items() if k != "total"))
+
+
+def test_network_area_override_and_dataframe():
+    from costmodel.arch import load_config_data
+
+    data, lines, path = load_config_data("tiny")
+    assert path == HWCONFIGS / "tiny.yaml" and lines.line(("levels", 1, "capacity")) is not None
+    data["levels"][1]["network_area_mm2"] = 0.25
+    arch = architecture_from_dict(data, lines, str(path))
+    assert area_breakdown(arch)["network"] == pytest.approx(
+        0.25 + sum(lv.network_area_mm2 for lv in arch.levels if lv.name != "buffer")
+    )
+    df = arch.to_dataframe()
+    assert list(df.index) == ["DRAM", "buffer", "rf"] and df.loc["rf", "instances"] == 4

@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costmodel.arch import load_architecture
 from costmodel.errors import UserError
@@ -171,3 +173,28 @@ def test_cli_check_exit_2_one_line(tmp_path):
         [*dse, "schema", "hw", "--check", str(good)], capture_output=True, text=True, timeout=60, check=False
     )
     assert r.returncode == 0 and r.stdout.startswith("OK ")
+
+
+def test_union_field_error_points_at_the_field(tmp_path):
+    # spatial_x accepts a list or a mapping; pydantic's union tags must not leak into the path.
+    msg, p = _error(tmp_path, "    keep: [I]", "    spatial_x: 5")
+    assert msg.startswith(f"{p}:24: constraints[0].spatial_x: "), msg
+
+
+LEVEL_KEYS = ["name", "kind", "holds", "capacity", "word_bits", "read_bw", "fanout"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(LEVEL_KEYS), st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=3))
+def test_any_misspelt_level_key_is_reported_on_its_line(tmp_path_factory, key, junk):
+    # Rename one key of levels[1] (lines 10-16 of GOOD) to a typo; the error names that exact line.
+    lines = GOOD.splitlines(keepends=True)
+    idx = next(i for i in range(9, 16) if lines[i].strip().removeprefix("- ").startswith(key + ":"))
+    bad = key + junk
+    lines[idx] = lines[idx].replace(key + ":", bad + ":", 1)
+    p = tmp_path_factory.mktemp("typo") / "x.yaml"
+    p.write_text("".join(lines))
+    with pytest.raises(UserError) as exc:
+        load_architecture(p)
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}:{idx + 1}: levels[1]."), msg

@@ -23,8 +23,8 @@ def test_horowitz_45nm_macs():
 
 
 def test_stillmaker_energy_factors_match_reference_evaluations():
-    # reference/cost-numbers.md B.5 evaluated the fits: HP45@0.9 V -> HP16@0.8 V = 0.172, -> HP7@0.7 V = 0.068,
-    # HP16@0.8 -> HP7@0.7 = 0.398, HP45@1.0 V -> HP7@0.7 V = 0.056.
+    # reference/cost-numbers.md B.5 evaluated the fits: HP45@0.9 V -> HP16@0.8 V = 0.172,
+    # -> HP7@0.7 V = 0.068, HP16@0.8 -> HP7@0.7 = 0.398, HP45@1.0 V -> HP7@0.7 V = 0.056.
     assert tech.energy_factor(45, 16, 0.9, 0.8) == pytest.approx(0.172, abs=0.0015)
     assert tech.energy_factor(45, 7, 0.9, 0.7) == pytest.approx(0.068, abs=0.0015)
     assert tech.energy_factor(16, 7, 0.8, 0.7) == pytest.approx(0.398, abs=0.002)
