@@ -105,7 +105,7 @@ def matmul_program(a: np.ndarray, b: np.ndarray, *, a_zp: int = 0, scales: np.nd
         if quantized:
             insns.append(Vec(op=VecOp.REQUANT, u8=unsigned, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC,
                              src1_buf=Buffer.CONST, src1_mode=Src1Mode.FIXED, dst=q_base + j * m, src0=acc_base,
-                             src1=j, mx=m, push_next=True))
+                             src1=j, mx=m, sx=1, push_next=True))
             insns.append(Store(pop_prev=True, buf=Buffer.SPAD, sram=q_base + j * m, y_size=m,
                                dram_addr=y_io.addr + j * L, dram_pitch=n))
         else:
