@@ -49,6 +49,44 @@ def _enum_table(enum: type, docs: dict) -> list[str]:
     return [*out, ""]
 
 
+PATTERNS = """\
+## Programming patterns
+
+How the compiler expresses each layer kind (all addresses are buffer rows; `L = R = C = 16` on tpu_like).
+
+- **Tokens / double buffering.** Each FIFO carries information-less tokens. LD loads tile *i* into
+  one half of a ping-pong pair and `push_next`; EX `pop_prev`s, computes, `push_prev`s to free
+  that half, and `push_next`s when an output tile is final; ST `pop_prev`s, stores, and
+  `push_prev`s to free the output rows. LD's `pop_next` before reusing a half (from the third
+  tile on) closes the loop. A missing token is a race or a deadlock in the simulator.
+- **Conv k x k, stride s, padding p.** `setreg engine=ld reg=padval value=<x_zp>`; LOAD the input
+  tile (one channel block) with `padsel=1` and `y_pad*/x_pad*` = p on the image edges; LOAD the
+  `kh*kw` weight tiles of the block (R rows each, tap order `l1 = kh`, `l0 = kw`); LOAD the int32
+  bias into ACC with `dram_pitch=0` (one row broadcast over the tile); one GEMM per input-channel
+  block with `acc=1`, `loadw=1`, `l1=kh l0=kw`, `a_sx=s`, `a_sy=s*Wt`, `a_s0=d`, `a_s1=d*Wt`
+  (`Wt` = padded tile width, `d` = dilation); VEC REQUANT ACC -> SPAD (`src1_mode=fixed` on the CONST
+  row of per-channel scales; QMIN = zero point for a fused ReLU); STORE. The input zero point's
+  term `-x_zp * sum(w)` is folded into the bias at compile time, so padding with `x_zp` is exact.
+- **MatMul / Gemm / FC.** GEMM with the K tiles as taps (`l0*l1 = K/R`) and M as `my` (`a_sy` =
+  rows per A row); `w_t=1` takes a tile stored as `B^T` (e.g. `Q * K^T` with K in SPAD as rows).
+- **Depthwise conv.** VEC RMAC on the vector unit, channels in lanes: `init=1`,
+  `src1_mode=tap` (one SPAD weight row per tap), the same walk as a conv (`sx=s`, `sy=s*Wt`,
+  `s0=d`, `s1=d*Wt`), ACC destination; then REQUANT.
+- **Pooling.** Max: VEC RMAX `init=1` over the window taps, SPAD -> SPAD (pad with -128 via PADVAL).
+  Average / global average: RADD into ACC (more than 256 rows: several RADDs with `init=0`), then
+  REQUANT with the divisor folded into the scale.
+- **Residual add.** VEC QADD of two SPAD tiles (`src1_mode=row`), registers from
+  `compiler.isa.numerics.qadd_params`.
+- **ReLU / ReLU6 / clamp / sigmoid-like.** CLAMP (or MAX with a register), or LUT with a
+  256-entry table built at compile time.
+- **Nearest resize.** STORE the tile once per phase with `x_gap = f - 1` and `dram_pitch` = f
+  output rows (f = 2: four STOREs).
+- **Concat / reshape / flatten.** Addressing: producers store into their slice of the consumer's
+  DRAM tensor (channel concat at channel-block granularity; a channel offset inside a block can be
+  moved across lanes by a GEMM with a 0/1 permutation tile and a REQUANT of scale 1.0).
+"""
+
+
 def render() -> str:
     """The full text of docs/isa.md."""
     example = Gemm(pop_prev=True, push_prev=True, loadw=True, acc=True, mx=14, my=14, l0=3, l1=3,
@@ -75,7 +113,7 @@ def render() -> str:
     lines += ["", "## Enumerations", ""]
     for enum, docs in ENUM_DOC.items():
         lines += _enum_table(enum, docs)
-    lines += ["## Example", "",
+    lines += [PATTERNS, "## Example", "",
               "A 3x3 stride-1 conv tile, 14x14 outputs from a 16-wide input tile in SPAD:", "", "```",
               "gemm loadw=1 acc=1 mx=14 my=14 l0=3 l1=3 a_sx=1 a_sy=16 a_s0=1 a_s1=16 pop_prev push_prev",
               f"= bytes {encode(example).hex()}", "```", ""]

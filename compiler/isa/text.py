@@ -68,15 +68,21 @@ def format_instruction(insn: Instruction, debug: DebugEntry | None = None) -> st
     return line
 
 
-def disassemble(program: Program) -> str:
-    """The whole program as canonical assembler text (directives, constants, instructions)."""
+def disassemble(program: Program, *, constants: bool = True) -> str:
+    """The whole program as canonical assembler text (directives, constants, instructions).
+
+    ``constants=False`` replaces the ``.const`` lines by one comment (for reading a large model; the
+    text then no longer rebuilds the binary)."""
     lines = [f"# accel-dse assembler, ISA v{program.isa_version}, {len(program.instructions)} instructions",
              f".isa {program.isa_version}", f".fingerprint {program.fingerprint}",
              f".memmap dram_size={program.dram_size} const_base={program.const_base}"]
     lines += [f".io {_ascii_json(t.to_json())}" for t in program.io]
     lines += [f".segment {_ascii_json(s.to_json())}" for s in program.const_segments]
     data = bytes(program.constants)
-    lines += [f".const {data[i : i + CONST_BYTES_PER_LINE].hex()}" for i in range(0, len(data), CONST_BYTES_PER_LINE)]
+    if constants:
+        lines += [f".const {data[i : i + CONST_BYTES_PER_LINE].hex()}" for i in range(0, len(data), CONST_BYTES_PER_LINE)]
+    elif data:
+        lines.append(f"# .const omitted: {len(data)} bytes")
     lines += [format_instruction(insn, program.debug.get(i)) for i, insn in enumerate(program.instructions)]
     return "\n".join(lines) + "\n"
 

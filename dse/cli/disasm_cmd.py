@@ -28,12 +28,14 @@ def _write_text_atomic(path: Path, text: str) -> None:
 def disasm(
     binary: Annotated[Path, typer.Argument(help="An .axb binary.")],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the text here, not stdout.")] = None,
+    no_const: Annotated[bool, typer.Option("--no-const", help="Omit the constant bytes (text no longer "
+                                                                 "reassembles).")] = False,
 ) -> None:
     """Print a binary as assembler text, with the debug map as comments."""
     from compiler.isa.binary import read_binary
     from compiler.isa.text import disassemble
 
-    text = disassemble(read_binary(binary))
+    text = disassemble(read_binary(binary), constants=not no_const)
     if output is None:
         typer.echo(text, nl=False)
     else:

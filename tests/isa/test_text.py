@@ -109,3 +109,10 @@ def test_what_the_assembler_accepts_the_reader_accepts():
         assemble(".memmap dram_size=4 const_base=0\n.const 0011223344\n")
     with pytest.raises(UserError, match="lies outside"):
         assemble('.segment {"kind":"lut","name":"t","offset":0,"size":9}\n.const 00\n')
+
+
+def test_disassemble_without_constants():
+    p = assemble(".memmap dram_size=64 const_base=0\n.const 00112233\nfinish\n")
+    text = disassemble(p, constants=False)
+    assert ".const" not in text.replace("# .const omitted: 4 bytes", "") and "# .const omitted: 4 bytes" in text
+    assert assemble(text).instructions == p.instructions
