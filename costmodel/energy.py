@@ -7,12 +7,14 @@ Per-word energies are the architecture's resolved ``read_pj`` / ``write_pj`` (th
 or the config's overrides); a fill (a word arriving from the parent) and an update (a partial sum
 written back by a child) both cost one write. Leakage is charged on every instance of a level, and
 on every MAC (``mac.leak_mw`` each), for the whole latency, busy or not. Everything is numpy over
-the batch axis; the breakdown arrays add up to the total (the total is computed as their sum).
+the batch axis; the breakdown arrays add up to the total (up to float rounding: the total is
+computed from per-level sums, the breakdown per level, tensor and action).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,18 +30,39 @@ PJ_PER_MW_S = 1e9
 """1 mW for 1 s = 1e-3 J = 1e9 pJ."""
 
 
+def _lbt(a: np.ndarray) -> np.ndarray:
+    """A [B, L, T] count array as [L, T, B] (a view; the analysis stores counts batch-last)."""
+    return a.transpose(1, 2, 0)
+
+
 @dataclass
 class Energy:
-    """Energy (pJ) of B mappings: ``access`` [B, L, T, 3] (read, fill, update), ``network`` [B, L, T]
-    (words over the fan-out below each level), ``mac`` [B], ``leakage`` [B, L], ``mac_leakage`` [B],
-    ``total`` [B]."""
+    """Energy (pJ) of B mappings. ``total``, ``mac``, ``mac_leakage`` [B] are computed eagerly (the
+    mappers need only totals); the breakdown arrays are computed on first use: ``access``
+    [B, L, T, 3] (read, fill, update), ``network`` [B, L, T] (words over the fan-out below each
+    level), ``leakage`` [B, L]."""
 
-    access: np.ndarray
-    network: np.ndarray
-    mac: np.ndarray
-    leakage: np.ndarray
-    mac_leakage: np.ndarray
     total: np.ndarray
+    mac: np.ndarray
+    mac_leakage: np.ndarray
+    seconds: np.ndarray
+    acc: Accesses
+    vectors: dict[str, np.ndarray]
+
+    @cached_property
+    def access(self) -> np.ndarray:
+        rd = self.vectors["read_pj"][None, :, None]
+        wr = self.vectors["write_pj"][None, :, None]
+        a = self.acc
+        return np.stack([a.reads * rd, a.fills * wr, a.updates * wr], axis=3)
+
+    @cached_property
+    def network(self) -> np.ndarray:
+        return self.acc.hops * self.vectors["hop_pj"][None, :, None]
+
+    @cached_property
+    def leakage(self) -> np.ndarray:
+        return self.seconds[:, None] * self.vectors["leak_mw"][None, :] * PJ_PER_MW_S
 
     def per_level(self) -> np.ndarray:
         """[B, L]: access + network + leakage energy of each level."""
@@ -60,14 +83,13 @@ def level_vectors(arch: Architecture) -> dict[str, np.ndarray]:
 def energy(arch: Architecture, acc: Accesses, latency_s: np.ndarray) -> Energy:
     """Energy of every mapping of a batch, given its access counts and its latency in seconds [B]."""
     v = level_vectors(arch)
-    rd = v["read_pj"][None, :, None]
-    wr = v["write_pj"][None, :, None]
-    access = np.stack([acc.reads * rd, acc.fills * wr, acc.updates * wr], axis=3)
-    network = acc.hops * v["hop_pj"][None, :, None]
-    mac = np.asarray(acc.macs, dtype=np.float64) * float(arch.mac.energy_pj)
     seconds = np.asarray(latency_s, dtype=np.float64)
-    leakage = seconds[:, None] * v["leak_mw"][None, :] * PJ_PER_MW_S
+    # totals as [L] . [L, B] products over per-level word sums (the hot path: no [B, L, T] temporaries)
+    reads = _lbt(acc.reads).sum(axis=1)
+    writes = _lbt(acc.fills).sum(axis=1) + _lbt(acc.updates).sum(axis=1)
+    hops = _lbt(acc.hops).sum(axis=1)
+    mac = np.asarray(acc.macs, dtype=np.float64) * float(arch.mac.energy_pj)
     mac_leakage = seconds * (float(arch.mac.leak_mw) * arch.num_pes * PJ_PER_MW_S)
-    total = access.sum(axis=(1, 2, 3)) + network.sum(axis=(1, 2)) + mac + leakage.sum(axis=1) + mac_leakage
-    return Energy(access=access, network=network, mac=mac, leakage=leakage, mac_leakage=mac_leakage,
-                  total=total)
+    total = v["read_pj"] @ reads + v["write_pj"] @ writes + v["hop_pj"] @ hops + mac + mac_leakage
+    total += seconds * (v["leak_mw"].sum() * PJ_PER_MW_S)
+    return Energy(total=total, mac=mac, mac_leakage=mac_leakage, seconds=seconds, acc=acc, vectors=v)

@@ -134,24 +134,31 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
 
 
 def busy_instances(batch: MappingBatch) -> np.ndarray:
-    """[B, L]: copies of each level in use: product of the spatial factors of the levels above it."""
-    per_level = (batch.spatial_x * batch.spatial_y).prod(axis=2)  # [B, L]: fan-out used below level
-    above = np.cumprod(per_level, axis=1)
-    return np.concatenate([np.ones_like(above[:, :1]), above[:, :-1]], axis=1)
+    """[L, B]: copies of each level in use: product of the spatial factors of the levels above it."""
+    sx, sy = batch.spatial_x, batch.spatial_y
+    b, n_lv, n_d = sx.shape
+    out = np.ones((n_lv, b), np.int64)
+    for lv in range(1, n_lv):
+        used = out[lv - 1].copy()
+        for d in range(n_d):
+            used *= sx[:, lv - 1, d] * sy[:, lv - 1, d]
+        out[lv] = used
+    return out
 
 
 def _bw(values: list[float | None]) -> np.ndarray:
-    return np.array([np.inf if v is None else float(v) for v in values])
+    return np.array([np.inf if v is None else float(v) for v in values])[:, None]
 
 
 def traffic_cycles(arch: Architecture, acc: Accesses, batch: MappingBatch) -> np.ndarray:
     """[B, L, 2]: cycles each level needs for its reads (``[..., 0]``) and writes (``[..., 1]``)."""
     busy = busy_instances(batch).astype(np.float64)
-    reads = acc.reads.sum(axis=2) / busy
-    writes = (acc.fills + acc.updates).sum(axis=2) / busy
-    rd = np.ceil(reads / _bw([lv.read_bw for lv in arch.levels]))
-    wr = np.ceil(writes / _bw([lv.write_bw for lv in arch.levels]))
-    return np.stack([rd, wr], axis=2).astype(np.int64)
+    reads = acc.reads.transpose(1, 2, 0).sum(axis=1)  # [L, B] (the counts are stored batch-last)
+    writes = acc.fills.transpose(1, 2, 0).sum(axis=1) + acc.updates.transpose(1, 2, 0).sum(axis=1)
+    out = np.empty((2, *reads.shape), np.int64)
+    out[0] = np.ceil(reads / busy / _bw([lv.read_bw for lv in arch.levels]))
+    out[1] = np.ceil(writes / busy / _bw([lv.write_bw for lv in arch.levels]))
+    return out.transpose(2, 1, 0)
 
 
 @dataclass
@@ -179,11 +186,12 @@ def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Acce
     else:
         compute = steps
     traffic = traffic_cycles(arch, acc, batch)
-    per_level = traffic.max(axis=2)  # read and write ports work in parallel
+    per_level = np.maximum(traffic[:, :, 0].T, traffic[:, :, 1].T)  # [L, B]; read and write ports in parallel
     if overlap:
         db = np.array([i == 0 or lv.double_buffered or lv.ideal_overlap for i, lv in enumerate(arch.levels)])
-        hidden = np.where(db, per_level, 0).max(axis=1, initial=0)
-        total = np.maximum(compute, hidden) + np.where(db, 0, per_level).sum(axis=1)
+        total = np.maximum(compute, per_level[db].max(axis=0))
+        if not db.all():
+            total = total + per_level[~db].sum(axis=0)
     else:
-        total = compute + per_level.sum(axis=1)
+        total = compute + per_level.sum(axis=0)
     return Latency(compute=compute, traffic=traffic, total=total)

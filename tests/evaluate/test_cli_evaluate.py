@@ -14,7 +14,8 @@ DSE = [sys.executable, "-c", "from dse.cli import main; main()"]
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*DSE, "evaluate", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run([*DSE, "evaluate", *map(str, args)], check=False, capture_output=True, text=True,
+                          timeout=120)
 
 
 @pytest.fixture(scope="module")
