@@ -313,8 +313,9 @@ class Architecture(BaseModel):
         return pd.DataFrame([lv.model_dump() for lv in self.levels]).set_index("name")
 
     def fingerprint(self) -> str:
-        """16 hex chars of sha256 over the canonical resolved config (the file path excluded)."""
-        data = self.model_dump(mode="json", exclude={"source"})
+        """16 hex chars of sha256 over the canonical resolved config (file path and description excluded,
+        so moving or re-describing a config does not invalidate binaries compiled for it)."""
+        data = self.model_dump(mode="json", exclude={"source", "description"})
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
