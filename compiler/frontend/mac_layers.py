@@ -33,6 +33,10 @@ def build_mac(ctx: Context, node: Any) -> list[Layer]:
         return [_gemm(ctx, node, *_GEMM_SLOTS[op])]
     if op in _MATMUL_SLOTS:
         return [_matmul(ctx, node, *_MATMUL_SLOTS[op])]
+    if op == "Einsum":
+        from compiler.frontend.einsum import build_einsum
+
+        return [build_einsum(ctx, node)]
     from compiler.frontend.rnn_layers import build_rnn
 
     return build_rnn(ctx, node)

@@ -17,6 +17,7 @@ MAC_OPS: dict[str, str] = {
     "ConvTranspose": "conv_transpose2d (1-D as one row)",
     "Gemm": "fc when B is a weight, else matmul",
     "MatMul": "fc when B is a 2-D weight, else (batched) matmul",
+    "Einsum": "2 operands: (batched) matmul; shared output indices = batch, summed indices = K",
     "LSTM": "x_gates + h_gates matmuls (recurrent) + cell vector layer",
     "GRU": "x_gates + h_gates matmuls (recurrent) + cell vector layer",
     "QLinearConv": "conv, widths from the integer tensors",

@@ -284,3 +284,19 @@ def test_model_local_functions_are_inlined(tmp_path):
     onnx.save(model, str(tmp_path / "f.onnx"))
     (layer,) = import_onnx(tmp_path / "f.onnx").layers()
     assert (layer.op_type, layer.macs, layer.post_ops) == ("Conv", 4 * 2 * 9, ["Relu"])
+
+
+@pytest.mark.parametrize("equation,a,b,macs,batch", [
+    ("bhid,bhjd->bhij", [1, 2, 5, 8], [1, 2, 6, 8], 2 * 5 * 6 * 8, 2),  # attention scores
+    ("bhij,bhjd->bhid", [1, 2, 5, 6], [1, 2, 6, 8], 2 * 5 * 8 * 6, 2),  # attention values
+    ("...ij,...jk", [3, 4, 5], [3, 5, 2], 3 * 4 * 2 * 5, 3),             # implicit output, ellipsis batch
+    ("ij,kj->ik", [4, 5], [3, 5], 4 * 3 * 5, 1),                          # x @ W^T
+])
+def test_einsum_as_matmul(tmp_path, equation, a, b, macs, batch):
+    node = helper.make_node("Einsum", ["a", "b"], ["y"], name="e", equation=equation)
+    p = save(tmp_path / "m.onnx", [node], [("a", FLOAT, a), ("b", FLOAT, b)], [("y", FLOAT, None)])
+    (layer,) = import_onnx(p).layers()
+    sess = ort.InferenceSession(str(p), providers=["CPUExecutionProvider"])
+    out = sess.run(None, {"a": np.zeros(a, np.float32), "b": np.zeros(b, np.float32)})[0]
+    assert layer.output_shapes == (out.shape,)
+    assert layer.macs == macs and layer.problem.sizes["B"] == batch
