@@ -1,0 +1,69 @@
+"""The conv recipe of docs/isa.md, written as assembler text, runs on the simulator and equals numpy.
+
+An end-to-end check of the text form: assemble -> .axb -> simulate. The reference below is a plain
+numpy convolution (zero-point-corrected, padded with the zero point) followed by the documented
+REQUANT formula; it shares no code with the simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.isa.binary import read_binary, write_binary
+from compiler.isa.text import assemble
+
+sim = pytest.importorskip("compiler.sim")
+
+L, H, W, K = 16, 6, 6, 3  # 16 channels in and out, 6x6 image, 3x3 kernel, stride 1, padding 1
+
+
+def conv_program(w: np.ndarray, bias: np.ndarray, scale: np.ndarray, x_zp: int, y_zp: int) -> str:
+    # DRAM map: x at 0 (6*6*16 = 576 B), y at 1024, constants at 4096: weights 9 taps * 16 rows * 16 B = 2304,
+    # then the folded int32 bias (64 B) at 4096+2304 = 6400, then fp32 scales (64 B) at 6464.
+    taps = np.stack([w[:, :, kh, kw].T for kh in range(K) for kw in range(K)])  # [t][k=in][j=out]
+    folded = bias.astype(np.int64) - x_zp * w.astype(np.int64).sum(axis=(1, 2, 3))  # -x_zp * sum(w) folded in
+    const = taps.astype(np.int8).tobytes() + folded.astype("<i4").tobytes() + scale.astype("<f4").tobytes()
+    hexlines = "\n".join(f".const {const[i:i + 32].hex()}" for i in range(0, len(const), 32))
+    io = ('.io {"addr":0,"direction":"input","dtype":"int8","layout":"NCHWc16","name":"x","scale":0.05,'
+          f'"shape":[1,16,6,6],"zero_point":{x_zp}}}\n'
+          '.io {"addr":1024,"direction":"output","dtype":"int8","layout":"NCHWc16","name":"y","scale":0.1,'
+          f'"shape":[1,16,6,6],"zero_point":{y_zp}}}')
+    return f"""\
+.memmap dram_size=8192 const_base=4096
+{io}
+{hexlines}
+setreg engine=ld reg=padval value={x_zp}
+load buf=spad sram=0 y_size=6 x_size=6 dram_addr=0 dram_pitch=96 padsel=1 y_pad0=1 y_pad1=1 x_pad0=1 x_pad1=1
+load buf=spad sram=64 y_size=1 x_size=144 dram_addr=4096
+load buf=acc elem=b32 sram=0 y_size=36 x_size=1 dram_addr=6400 dram_pitch=0
+load buf=const elem=b32 sram=0 y_size=1 x_size=1 dram_addr=6464 push_next
+gemm pop_prev loadw=1 acc=1 a_base=0 w_base=64 c_base=0 mx=6 my=6 l0=3 l1=3 a_sx=1 a_sy=8 a_s0=1 a_s1=8  ; "conv" "all"
+setreg engine=ex reg=out_zp value={y_zp}
+vec op=requant src1_mode=fixed dst_buf=spad src0_buf=acc src1_buf=const dst=300 src0=0 src1=0 mx=36 sx=1 push_next
+store pop_prev buf=spad sram=300 y_size=6 x_size=6 dram_addr=1024 dram_pitch=96
+finish
+"""
+
+
+def test_assembled_conv_equals_numpy(tmp_path):
+    rng = np.random.default_rng(7)
+    x = rng.integers(-128, 128, (1, L, H, W)).astype(np.int8)
+    w = rng.integers(-127, 128, (L, L, K, K)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, L).astype(np.int32)
+    scale = rng.uniform(2e-4, 1e-3, L).astype(np.float32)
+    x_zp, y_zp = 3, -7
+
+    path = write_binary(assemble(conv_program(w, bias, scale, x_zp, y_zp), "conv.s"), tmp_path / "conv.axb")
+    result = sim.simulate(path, {"x": x})
+
+    xp = np.pad(x[0].astype(np.int64) - x_zp, ((0, 0), (1, 1), (1, 1)))  # padding with x_zp contributes 0
+    acc = np.zeros((L, H, W), np.int64)
+    for kh in range(K):
+        for kw in range(K):
+            acc += np.einsum("jk,khw->jhw", w[:, :, kh, kw].astype(np.int64), xp[:, kh:kh + H, kw:kw + W])
+    acc += bias[:, None, None]
+    f = acc.astype(np.float32) * scale[:, None, None]  # docs/isa.md REQUANT
+    expect = np.rint(np.clip(f, np.float32(-128 - y_zp), np.float32(127 - y_zp))) + y_zp
+    assert np.array_equal(result.outputs["y"], expect.astype(np.int8)[None])
+    assert read_binary(path).debug[5].node == "conv"
