@@ -10,6 +10,7 @@ import math
 
 from costmodel.arch import (
     Architecture,
+    Constraint,
     HwConfig,
     Level,
     LevelConfig,
@@ -226,19 +227,20 @@ def _vector(
     )
 
 
-def _constraints(cfg: HwConfig, lines: LineMap) -> list:
+def _constraints(cfg: HwConfig, lines: LineMap) -> list[Constraint]:
+    """Names in constraints must exist; a kept tensor must be one the level can hold."""
     for i, c in enumerate(cfg.constraints):
         _known_level(c.level, cfg, lines, ("constraints", i, "level"))
         lv = next(x for x in cfg.levels if x.name == c.level)
-        for field in ("bypass", "keep"):
-            for role in getattr(c, field):
-                if role not in lv.holds and field == "keep":
-                    raise lines.error(
-                        ("constraints", i, field),
-                        f"expected tensors that level '{lv.name}' "
-                        f"holds ({', '.join(lv.holds)}), got '{role}'",
-                    )
+        for role in c.keep:
+            if role not in lv.holds:
+                raise lines.error(
+                    ("constraints", i, "keep"),
+                    f"expected tensors that level '{lv.name}' holds ({', '.join(lv.holds)}), got '{role}'",
+                )
         both = set(c.bypass) & set(c.keep)
         if both:
-            raise lines.error(("constraints", i), f"tensor(s) {sorted(both)} both kept and bypassed")
+            raise lines.error(
+                ("constraints", i), f"expected a tensor kept or bypassed, not both: {sorted(both)}"
+            )
     return list(cfg.constraints)
