@@ -21,7 +21,16 @@ def _hw_check(path: Path) -> str:
     from costmodel.arch import load_architecture
 
     arch = load_architecture(path)
-    return f"OK {path}: {arch.name}, {len(arch.levels)} levels, {arch.num_pes} MACs, {arch.fingerprint()}"
+    compilable = ""
+    if arch.compilable is not None:
+        from compiler.target import Target
+
+        Target.from_arch(arch)  # the compiler template's own checks (UserError on a bad block)
+        compilable = ", compilable"
+    return (
+        f"OK {path}: {arch.name}, {len(arch.levels)} levels, {arch.num_pes} MACs{compilable}, "
+        f"{arch.fingerprint()}"
+    )
 
 
 def _type(prop: dict[str, Any]) -> str:
