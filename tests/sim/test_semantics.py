@@ -105,7 +105,7 @@ def lane_op(s: MachineState, op: VecOp, x: int, y, reg) -> int:
 
 def oracle_vec(s: MachineState, i: Vec) -> np.ndarray:
     """The destination rows after ``i``, computed element by element."""
-    reg = lambda r: int(s.regs[int(Engine.EX), int(r)])  # noqa: E731
+    reg = lambda r: int(s.regs[int(Engine.EX), int(r)])
     out = []
     for my in range(i.my):
         for mx in range(i.mx):

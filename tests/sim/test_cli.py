@@ -1,0 +1,108 @@
+"""`dse simulate`: outputs saved as .npy, one JSON document with --json, user errors exit 2 in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sim_programs import matmul_program
+
+from compiler.isa.binary import write_binary
+
+DSE = [str(Path(sys.executable).with_name("dse"))]
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run(capsys, monkeypatch):
+    """``dse ARGS`` in this process (the console script's main(): UserError -> one line, exit 2)."""
+    from dse.cli import main
+
+    def _run(*args: str) -> Ran:
+        monkeypatch.setattr(sys, "argv", ["dse", *args])
+        capsys.readouterr()
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code or 0
+        out = capsys.readouterr()
+        return Ran(code, out.out, out.err)
+
+    return _run
+
+
+def test_console_script_exit_status(binary, tmp_path):
+    path, a, _ = binary
+    ok = subprocess.run([*DSE, "simulate", str(path), "--input", str(a), "--out", str(tmp_path)],
+                        capture_output=True, text=True, timeout=120)
+    bad = subprocess.run([*DSE, "simulate", str(a)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and (tmp_path / "y.npy").exists()
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "wrong magic" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (9, 32)).astype(np.int8)
+    b = rng.integers(-128, 128, (32, 16)).astype(np.int8)
+    program, _ = matmul_program(a, b, a_zp=2)
+    np.save(tmp / "a.npy", a)
+    return write_binary(program, tmp / "mm.axb"), tmp / "a.npy", (a.astype(np.int64) - 2) @ b.astype(np.int64)
+
+
+def test_json_run_saves_outputs(run, binary, tmp_path):
+    path, a, want = binary
+    p = run("simulate", str(path), "--input", f"a={a}", "--out", str(tmp_path / "o"), "--json",
+             "--gemm-timing", "scalesim")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)  # the whole stdout is one document
+    assert doc["gemm_timing"] == "scalesim" and doc["latency_cycles"] > 0
+    assert set(doc["engines"]) == {"LD", "EX", "ST"}
+    saved = np.load(doc["outputs"]["y"]["path"])
+    np.testing.assert_array_equal(saved, want)
+    assert not list((tmp_path / "o").glob(".*tmp"))  # no temp file left behind
+
+
+def test_text_run_prints_cycles(run, binary):
+    path, a, want = binary
+    p = run("simulate", str(path), "--input", str(a))
+    assert p.returncode == 0, p.stderr
+    assert "cycles:" in p.stdout and "EX: busy" in p.stdout
+    np.testing.assert_array_equal(np.load(path.with_suffix(".out") / "y.npy"), want)
+
+
+@pytest.mark.parametrize(("mangle", "message"), [
+    (lambda d: b"junk" + d[4:], "wrong magic"),
+    (lambda d: d[: len(d) // 2], "truncated"),
+    (lambda d: d[:-5] + bytes([d[-5] ^ 0xFF]) + d[-4:], "corrupted"),
+])
+def test_bad_binaries_exit_2_in_one_line(run, binary, tmp_path, mangle, message):
+    path, a, _ = binary
+    bad = tmp_path / "bad.axb"
+    bad.write_bytes(mangle(path.read_bytes()))
+    p = run("simulate", str(bad), "--input", str(a))
+    assert p.returncode == 2 and message in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_bad_inputs_exit_2(run, binary, tmp_path):
+    path, a, _ = binary
+    for args, message in [((), "missing input"), (("--input", str(tmp_path / "none.npy")), "cannot read"),
+                          (("--input", str(a), "--input", str(a)), "unnamed file"),
+                          (("--input", str(a), "--hw", "tpu_like"), "built for config fingerprint")]:
+        p = run("simulate", str(path), *args)
+        assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr
