@@ -72,8 +72,12 @@ class _Batch:
             self.n_above[m + 1] = self.n_above[m] * t[m].prod(axis=0)
             self.sp_above[m + 1] = self.sp_above[m] * geo.xy[m].prod(axis=0)
         d_all = rank_all.shape[1]
-        perm = np.empty_like(rank_all)
+        if rank_all.size and (rank_all.min() < 0 or rank_all.max() >= d_all):
+            raise ValueError("MappingBatch.order: ranks must be a permutation of 0..D-1 per level")
+        perm = np.full_like(rank_all, -1)
         np.put_along_axis(perm, rank_all, np.broadcast_to(np.arange(d_all)[None, :, None], rank_all.shape), axis=1)
+        if (perm < 0).any():
+            raise ValueError("MappingBatch.order: ranks must be a permutation of 0..D-1 per level")
         ts = np.take_along_axis(t_all, perm, axis=1)
         cum = np.ones_like(ts)
         for j in range(1, d_all):

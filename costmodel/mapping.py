@@ -280,7 +280,8 @@ def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapp
 class MappingBatch:
     """B mappings of one problem on one architecture as arrays (dims in ``problem.dim_names`` order,
     tensors in ``problem.tensors`` order): factors ``temporal``/``spatial_x``/``spatial_y`` [B, L, D],
-    ``order`` [B, L, D] (rank of each dim in its level's loop order, 0 = outermost), ``keep`` [B, L, T]."""
+    ``order`` [B, L, D] (rank of each dim in its level's loop order, 0 = outermost; a permutation
+    of 0..D-1 per level), ``keep`` [B, L, T] (level 0 is treated as keeping everything)."""
 
     temporal: np.ndarray
     spatial_x: np.ndarray

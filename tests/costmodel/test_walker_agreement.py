@@ -80,3 +80,11 @@ def test_single_mac_problem():
     # DRAM reads I 1, W 1, O 0 (never written); DRAM receives the 1 output; the RF serves the MAC.
     assert acc.reads[0].tolist() == [[1, 1, 0], [1, 1, 0]]
     assert acc.updates[0].tolist() == [[0, 0, 1], [0, 0, 1]]
+
+
+def test_order_must_be_a_permutation():
+    prob, arch, m = _case(5)
+    batch = MappingBatch.from_mappings([m], prob, arch)
+    batch.order[0, 0, :] = 0
+    with pytest.raises(ValueError, match="permutation"):
+        access_counts(prob, arch, batch)
