@@ -57,3 +57,19 @@ def test_docs_field_reference_is_current():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "hwconfig.md").read_text()
     assert schema_markdown(HwConfig.model_json_schema()) in doc
+
+
+def test_every_schema_field_is_described():
+    # The JSON Schema is the format's spec (dse schema hw): no field may lack a description.
+    from costmodel.arch import HwConfig
+
+    schema = HwConfig.model_json_schema()
+    models = [schema, *schema["$defs"].values()]
+    missing = [
+        (m.get("title"), f)
+        for m in models
+        for f, p in m.get("properties", {}).items()
+        if not p.get("description")
+    ]
+    assert missing == []
+    assert all(m.get("description") for m in models)
