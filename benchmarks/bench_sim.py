@@ -27,10 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.isa import Buffer, Elem, Engine, Finish, Gemm, Load, Reg, SetReg, Store  # noqa: E402
-from compiler.isa.program import IOTensor, Program  # noqa: E402
-from compiler.sim import kernels, simulate  # noqa: E402
-from compiler.target import Target  # noqa: E402
+from compiler.isa import Buffer, Elem, Engine, Finish, Gemm, Load, Reg, SetReg, Store
+from compiler.isa.program import IOTensor, Program
+from compiler.sim import kernels, simulate
+from compiler.target import Target
 
 L = 16
 H = W = 56
