@@ -191,7 +191,11 @@ class Mapspace:
     # ---- tilings ---------------------------------------------------------------------------------
     def tiling_rows(self, start: int, stop: int) -> np.ndarray:
         """Table rows [C, D] of fan-out-valid tilings ``start..stop`` (a fixed, stable numbering)."""
-        pos = np.arange(start, stop, dtype=np.int64)
+        return self.tiling_rows_at(np.arange(start, stop, dtype=np.int64))
+
+    def tiling_rows_at(self, pos: np.ndarray) -> np.ndarray:
+        """Table rows [C, D] of the fan-out-valid tilings numbered ``pos``."""
+        pos = np.asarray(pos, dtype=np.int64)
         combo = np.searchsorted(self._combo_cum, pos, side="right") - 1
         local = pos - self._combo_cum[combo]
         rows = np.empty((len(pos), len(self.tables)), dtype=np.int64)

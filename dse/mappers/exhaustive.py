@@ -1,0 +1,115 @@
+"""The exhaustive mapper: the optimum of the mapspace, with pruning that never discards it.
+
+What it skips, and why that is safe:
+
+* tilings whose spatial factors exceed a fan-out are never generated, and (tiling, keep) pairs
+  whose kept tiles overflow a level are not mappings at all (``Mapping.validate``'s rule);
+* loop orders are enumerated one per class of :mod:`dse.mapspace.orders` (orders in a class give
+  equal access counts, hence equal energy and latency);
+* branch and bound: every (tiling, keep) pair gets lower bounds on energy and latency
+  (:mod:`dse.mappers.bounds`) and so on the objective; pairs are visited best bound first, and a pair
+  whose bound is no better than the incumbent cannot hold a strictly better mapping. With a Pareto
+  set requested, a pair is skipped only if a found point is no worse than its bounds in both metrics.
+
+An incumbent (for example the fast mapper's result, which lies in the same mapspace) may seed the
+bound; the answer is then still the mapspace's optimum.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from costmodel.errors import UserError
+from costmodel.evaluate import evaluate_batch
+from dse.mappers.bounds import lower_bounds
+from dse.mappers.objectives import Objective
+from dse.mappers.result import MapperResult, ParetoPoint, final_mapping
+from dse.mappers.search_state import SearchState
+from dse.mapspace import Mapspace
+
+if TYPE_CHECKING:
+    from costmodel.arch import Architecture
+    from costmodel.problem import Problem
+
+WINDOW = 1 << 21
+"""Tilings bounded and sorted together (memory: a few arrays of this length)."""
+
+
+def no_fit_error(ms: Mapspace) -> UserError:
+    """Why nothing fits: the level whose smallest possible kept tiles still overflow it."""
+    p, arch = ms.problem, ms.arch
+    worst = None
+    for rows in ms.iter_tilings(1 << 15):
+        t, sx, sy = ms.decode(rows)
+        from costmodel.tiles import tile_words
+        from dse.mapspace.space import _Factors
+
+        words = tile_words(p, _Factors(t, sx, sy, np.zeros_like(t)))
+        need = np.einsum("clt,klt->ckl", words, ms.keep_options.astype(np.int64)).min(axis=(0, 1))
+        worst = need if worst is None else np.minimum(worst, need)
+    if worst is None:
+        return UserError(f"{p.describe()} has no mapping on {arch.name}: no tiling fits the fan-outs "
+                         f"under the constraints")
+    over = [(arch.levels[i].name, int(worst[i]), int(ms.usable[i])) for i in range(ms.n_levels)
+            if worst[i] > ms.usable[i]]
+    detail = "; ".join(f"level {n} needs at least {w} words for the tensors it must keep, usable {u}"
+                       for n, w, u in over)
+    return UserError(f"{p.describe()} has no valid mapping on {arch.name}: {detail or 'capacity'}")
+
+
+def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
+                   pareto: bool = False, prune: bool = True, incumbent: MapperResult | None = None,
+                   batch_size: int = 32768, mapspace: Mapspace | None = None,
+                   **eval_kw: Any) -> MapperResult:
+    """The best mapping in the mapspace for ``objective`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    obj = Objective.parse(objective)
+    ms = mapspace or Mapspace(problem, arch, constraints)
+    state = SearchState(obj, track_pareto=pareto)
+    if incumbent is not None and not pareto:
+        state.best_score = float(obj.score(incumbent.metrics["energy_pj"], incumbent.metrics["latency_cycles"]))
+    stats = {"tilings": ms.num_tilings, "tilings_capacity_pruned": 0, "pairs_bound_pruned": 0,
+             "tilings_bound_pruned": 0}
+    any_fit = False
+    for w0 in range(0, ms.num_tilings, WINDOW):
+        rows = ms.tiling_rows(w0, min(ms.num_tilings, w0 + WINDOW))
+        t, sx, sy = ms.decode(rows)
+        fit = ms.capacity_ok(t, sx, sy)
+        fits = fit.any(axis=1)
+        stats["tilings_capacity_pruned"] += int((~fits).sum())
+        any_fit |= bool(fits.any())
+        e_lb, l_lb = lower_bounds(ms, t, sx, sy)
+        pair_lb = np.where(fit, obj.bound(e_lb, l_lb), np.inf)
+        tiling_lb = pair_lb.min(axis=1)
+        visit = np.argsort(tiling_lb, kind="stable") if prune else np.arange(len(rows))
+        visit = visit[fits[visit]]
+        step = max(1, batch_size // 256)
+        for s in range(0, len(visit), step):
+            idx = visit[s:s + step]
+            ok = fit[idx]
+            if prune:
+                if not pareto and tiling_lb[idx[0]] >= state.best_score:  # sorted: the rest are no better
+                    stats["tilings_bound_pruned"] += len(visit) - s
+                    stats["pairs_bound_pruned"] += int(fit[visit[s:]].sum())
+                    break
+                skip = state.prunable(pair_lb[idx], e_lb[idx], l_lb[idx])
+                stats["pairs_bound_pruned"] += int((ok & skip).sum())
+                ok &= ~skip
+            for batch, _, _ in ms.expand(rows[idx], ok, max_batch=batch_size):
+                state.update(batch, evaluate_batch(problem, arch, batch, **eval_kw))
+    if not any_fit:
+        raise no_fit_error(ms)
+    if state.best is None:  # the incumbent was optimal: nothing better exists
+        assert incumbent is not None
+        best_mapping, metrics = incumbent.mapping, incumbent.metrics
+    else:
+        best_mapping, metrics = final_mapping(problem, arch, state.best, 0), state.best_metrics or {}
+    front = None
+    if pareto and state.front is not None:
+        front = [ParetoPoint(float(e), float(lat), state.front.mapping(i, problem))
+                 for i, (e, lat) in enumerate(zip(state.front_e, state.front_l))]
+    return MapperResult(best_mapping, metrics, obj, "exhaustive", state.evaluated, time.perf_counter() - t0,
+                        ms.size(), stats, front)

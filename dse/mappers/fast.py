@@ -1,0 +1,227 @@
+"""The fast mapper (default): an evolutionary search over tilings, loop orders and keep choices,
+finished by an exact-neighbourhood local search; seeded, deterministic, with an evaluation budget.
+
+Genome per candidate: one factorization-table row per dimension (``rows [D]``), random keys per
+level and dimension whose ranks are the loop order, and a keep option. Mutation moves one prime
+factor of one dimension between two slots (temporal or spatial; :func:`neighbour_table`), reorders
+one level, or flips one keep choice; crossover mixes dimensions and levels of two parents. Every
+generation is one batch through ``evaluate_batch``. The local search then repeatedly evaluates, in
+one batch per round, all single prime moves, every keep option, and every loop-order class of each
+level (:mod:`dse.mapspace.orders`) around the incumbent, and moves to the best until none improves.
+
+Deterministic for a given seed and budget; ``time_limit_s`` stops early (results then depend on
+machine speed, so tests use the evaluation budget).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from costmodel.evaluate import evaluate_batch
+from dse.mappers.exhaustive import no_fit_error
+from dse.mappers.objectives import Objective
+from dse.mappers.result import MapperResult, ParetoPoint, final_mapping
+from dse.mappers.search_state import SearchState
+from dse.mapspace import Mapspace
+from dse.mapspace.factorizations import neighbour_table
+
+if TYPE_CHECKING:
+    from costmodel.arch import Architecture
+    from costmodel.problem import Problem
+
+
+class _Genomes:
+    """A population as arrays: ``rows [P, D]``, ``keys [P, L, D]``, ``keep [P]``."""
+
+    def __init__(self, rows: np.ndarray, keys: np.ndarray, keep: np.ndarray) -> None:
+        self.rows, self.keys, self.keep = rows, keys, keep
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self, idx: np.ndarray) -> _Genomes:
+        return _Genomes(self.rows[idx], self.keys[idx], self.keep[idx])
+
+    @staticmethod
+    def cat(parts: list[_Genomes]) -> _Genomes:
+        return _Genomes(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("rows", "keys", "keep")))
+
+
+class _Search:
+    def __init__(self, ms: Mapspace, obj: Objective, rng: np.random.Generator, budget: int,
+                 deadline: float, state: SearchState, eval_kw: dict[str, Any]) -> None:
+        self.ms, self.obj, self.rng, self.budget, self.deadline = ms, obj, rng, budget, deadline
+        self.state, self.eval_kw = state, eval_kw
+        self._nbrs: dict[int, list[np.ndarray]] = {}
+        self.seen: set[bytes] = set()
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def left(self) -> int:
+        if time.perf_counter() > self.deadline:
+            return 0
+        return self.budget - self.state.evaluated
+
+    def nbrs(self, di: int) -> list[np.ndarray]:
+        if di not in self._nbrs:
+            self._nbrs[di] = neighbour_table(self.ms.tables[di].table)
+        return self._nbrs[di]
+
+    def valid(self, g: _Genomes) -> np.ndarray:
+        t, sx, sy = self.ms.decode(g.rows)
+        ok = self.ms.spatial_ok(sx, sy)
+        fit = self.ms.capacity_ok(t, sx, sy)
+        return ok & fit[np.arange(len(g)), g.keep]
+
+    def ranks(self, g: _Genomes) -> np.ndarray:
+        return np.argsort(np.argsort(g.keys, axis=2, kind="stable"), axis=2, kind="stable")
+
+    def evaluate(self, g: _Genomes, ranks: np.ndarray | None = None) -> np.ndarray:
+        """Scores of valid, not yet seen candidates (others +inf), within the budget."""
+        scores = np.full(len(g), np.inf)
+        ranks = self.ranks(g) if ranks is None else ranks
+        ok = self.valid(g)
+        t, _, _ = self.ms.decode(g.rows)
+        canon = np.where(t > 1, ranks, -1)  # factor-1 loops do not order anything
+        fresh = np.zeros(len(g), bool)
+        for i in np.nonzero(ok)[0]:
+            key = g.rows[i].tobytes() + canon[i].tobytes() + int(g.keep[i]).to_bytes(4, "little")
+            if key not in self.seen:
+                self.seen.add(key)
+                fresh[i] = True
+        idx = np.nonzero(fresh)[0][: max(0, self.left())]
+        if idx.size:
+            batch = self.ms.batch(g.rows[idx], ranks[idx], g.keep[idx])
+            scores[idx] = self.state.update(batch, evaluate_batch(self.ms.problem, self.ms.arch, batch,
+                                                                  **self.eval_kw))
+        return scores
+
+    # ---- phases ----------------------------------------------------------------------------------
+    def initial(self, n: int) -> _Genomes:
+        ms, rng = self.ms, self.rng
+        pos = rng.integers(0, ms.num_tilings, size=n)
+        rows = ms.tiling_rows_at(pos)
+        t, sx, sy = ms.decode(rows)
+        fit = ms.capacity_ok(t, sx, sy)
+        # a random fitting keep option per tiling (tilings with none stay invalid)
+        r = rng.random(fit.shape) * fit
+        keep = r.argmax(axis=1)
+        keys = rng.random((n, ms.n_levels, len(ms.dims)))
+        return _Genomes(rows, keys, keep)
+
+    def mutate(self, g: _Genomes) -> _Genomes:
+        ms, rng = self.ms, self.rng
+        g = _Genomes(g.rows.copy(), g.keys.copy(), g.keep.copy())
+        kind = rng.random(len(g))
+        for i in range(len(g)):
+            if kind[i] < 0.6:  # move a prime factor of one dimension
+                di = int(rng.integers(len(ms.dims)))
+                nb = self.nbrs(di)[g.rows[i, di]]
+                if nb.size:
+                    g.rows[i, di] = nb[rng.integers(nb.size)]
+            elif kind[i] < 0.85:  # reorder one level
+                li = int(rng.integers(ms.n_levels))
+                a, b = rng.integers(len(ms.dims), size=2)
+                g.keys[i, li, [a, b]] = g.keys[i, li, [b, a]]
+            else:  # another keep option
+                g.keep[i] = rng.integers(len(ms.keep_options))
+        return g
+
+    def crossover(self, a: _Genomes, b: _Genomes) -> _Genomes:
+        rng = self.rng
+        dm = rng.random(a.rows.shape) < 0.5
+        lm = rng.random(a.keys.shape[:2]) < 0.5
+        return _Genomes(np.where(dm, a.rows, b.rows), np.where(lm[:, :, None], a.keys, b.keys),
+                        np.where(rng.random(len(a)) < 0.5, a.keep, b.keep))
+
+    def evolve(self, pop: _Genomes, scores: np.ndarray, generation: int, elite: int) -> None:
+        rng = self.rng
+        while self.left() > 0 and generation > 0:
+            order = np.argsort(scores, kind="stable")
+            top = order[: min(elite, int(np.isfinite(scores).sum()) or 1)]
+            pick = top[rng.integers(len(top), size=(2, len(pop)))]
+            kids = self.crossover(pop.take(pick[0]), pop.take(pick[1]))
+            kids = self.mutate(kids)
+            ks = self.evaluate(kids)
+            pop = _Genomes.cat([pop.take(top), kids])
+            scores = np.concatenate([scores[top], ks])
+            generation -= 1
+        self.pop, self.scores = pop, scores
+
+    def local(self, g: _Genomes, score: float) -> None:
+        """Best-improvement descent over the exact neighbourhood of one candidate."""
+        ms = self.ms
+        while self.left() > 0:
+            cands, ranks = [], []
+            base_rank = self.ranks(g)[0]
+            for di in range(len(ms.dims)):
+                nb = self.nbrs(di)[g.rows[0, di]]
+                if nb.size:
+                    rows = np.repeat(g.rows, nb.size, axis=0)
+                    rows[:, di] = nb
+                    cands.append(_Genomes(rows, np.repeat(g.keys, nb.size, axis=0), np.repeat(g.keep, nb.size)))
+                    ranks.append(np.repeat(base_rank[None], nb.size, axis=0))
+            k = len(ms.keep_options)
+            cands.append(_Genomes(np.repeat(g.rows, k, axis=0), np.repeat(g.keys, k, axis=0), np.arange(k)))
+            ranks.append(np.repeat(base_rank[None], k, axis=0))
+            t, _, _ = ms.decode(g.rows)
+            masks = ms.active_masks(t)[0]
+            for li in range(ms.n_levels):
+                cls = ms.order_ranks(li, int(masks[li]))
+                r = np.repeat(base_rank[None], len(cls), axis=0)
+                r[:, li] = cls
+                n = len(cls)
+                cands.append(_Genomes(np.repeat(g.rows, n, axis=0), np.repeat(g.keys, n, axis=0),
+                                      np.repeat(g.keep, n)))
+                ranks.append(r)
+            all_g, all_r = _Genomes.cat(cands), np.concatenate(ranks)
+            sc = self.evaluate(all_g, all_r)
+            i = int(np.argmin(sc))
+            if not sc[i] < score:
+                return
+            score = float(sc[i])
+            # keys that reproduce the winner's ranks, so the next round starts from it
+            g = _Genomes(all_g.rows[i:i + 1], all_r[i:i + 1].astype(np.float64), all_g.keep[i:i + 1])
+
+
+def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
+             seed: int = 0, max_evaluations: int = 20_000, time_limit_s: float | None = None,
+             population: int = 1024, elite: int = 64, pareto: bool = False, mapspace: Mapspace | None = None,
+             **eval_kw: Any) -> MapperResult:
+    """A good mapping within ``max_evaluations`` cost-model evaluations (see the module docstring)."""
+    t0 = time.perf_counter()
+    obj = Objective.parse(objective)
+    ms = mapspace or Mapspace(problem, arch, constraints)
+    if ms.num_tilings == 0:
+        raise no_fit_error(ms)
+    rng = np.random.default_rng(seed)
+    state = SearchState(obj, track_pareto=pareto)
+    deadline = t0 + time_limit_s if time_limit_s is not None else np.inf
+    s = _Search(ms, obj, rng, max_evaluations, deadline, state, eval_kw)
+    explore = int(max_evaluations * 0.6)
+    s.budget = explore
+    pop = s.initial(min(4 * population, max(population, explore // 3)))
+    scores = s.evaluate(pop)
+    for _ in range(20):  # tight spaces: keep drawing until something fits
+        if np.isfinite(scores).any() or s.left() <= 0:
+            break
+        pop = s.initial(4 * population)
+        scores = s.evaluate(pop)
+    if not np.isfinite(scores).any():
+        raise no_fit_error(ms)
+    s.evolve(pop, scores, generation=10**9, elite=elite)
+    s.budget = max_evaluations
+    order = np.argsort(s.scores, kind="stable")
+    for j in order[:4]:  # descend from the best few distinct starting points
+        if not np.isfinite(s.scores[j]) or s.left() <= 0:
+            break
+        s.local(s.pop.take(np.array([j])), float(s.scores[j]))
+    best = final_mapping(problem, arch, state.best, 0)
+    front = None
+    if pareto and state.front is not None:
+        front = [ParetoPoint(float(e), float(lat), state.front.mapping(i, problem))
+                 for i, (e, lat) in enumerate(zip(state.front_e, state.front_l))]
+    return MapperResult(best, state.best_metrics or {}, obj, "fast", state.evaluated, time.perf_counter() - t0,
+                        ms.size(), {"tilings": ms.num_tilings}, front, seed)
