@@ -14,6 +14,11 @@ from costmodel.errors import UserError
 _FOLDABLE_AFTER_MAC = FUSIBLE | {"BatchNormalization", "Add"}
 
 
+class UnsupportedVariant(UserError):
+    """A supported op used in a form that is not (3-D conv, 3-operand Einsum): with
+    ``allow_unsupported`` it becomes a host layer like an unknown op."""
+
+
 class Context:
     """Read-only helpers over a resolved :class:`Graph`."""
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from compiler.frontend.context import Context
+from compiler.frontend.context import Context, UnsupportedVariant
 from compiler.frontend.workload import Layer
 from costmodel import problem as P
-from costmodel.errors import UserError
 
 
 def _expand(term: str, rank: int, width: int) -> list[str]:
@@ -44,7 +43,7 @@ def parse(equation: str, ranks: list[int]) -> tuple[list[list[str]], list[str]]:
 def build_einsum(ctx: Context, node: Any) -> Layer:
     names = [t for t in node.input if t]
     if len(names) != 2:
-        raise UserError(f"{ctx.where(node)}: Einsum with {len(names)} operands is not supported (2 are)")
+        raise UnsupportedVariant(f"{ctx.where(node)}: Einsum with {len(names)} operands is not supported (2 are)")
     equation = ctx.attrs(node)["equation"]
     equation = equation.decode() if isinstance(equation, bytes) else equation
     shapes = [ctx.shape(node, t) for t in names]

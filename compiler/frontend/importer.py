@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 
 from compiler.frontend.constfold import constants_to_initializers, resolve
-from compiler.frontend.context import Context
+from compiler.frontend.context import Context, UnsupportedVariant
 from compiler.frontend.fusion import fuse
 from compiler.frontend.graphinfo import Graph
 from compiler.frontend.mac_layers import build_mac
@@ -17,6 +17,7 @@ from compiler.frontend.optable import kind_of
 from compiler.frontend.reading import fix_input_dims, read_model, skeletonize_weights
 from compiler.frontend.vector_layers import build_host, build_layout, build_quant, build_vector
 from compiler.frontend.workload import Layer, Workload
+from costmodel.errors import UserError
 
 _BUILDERS = {"mac": build_mac, "vector": build_vector, "layout": build_layout, "quant": build_quant,
              None: build_host}
@@ -43,7 +44,7 @@ def import_onnx(path: str | Path, *, allow_unsupported: bool = False,
         fixed = fix_input_dims(model, path, input_shapes)
         graph = resolve(model, path, allow_unsupported, producers)
         graph.fixed_dims = fixed
-        workload = build_workload(graph)
+        workload = build_workload(graph, allow_unsupported)
     for w in caught:
         text = str(w.message)
         if text.startswith(prefix):
@@ -54,7 +55,7 @@ def import_onnx(path: str | Path, *, allow_unsupported: bool = False,
     return workload
 
 
-def build_workload(graph: Graph) -> Workload:
+def build_workload(graph: Graph, allow_unsupported: bool = False) -> Workload:
     ctx = Context(graph)
     nodes = {n.name: n for n in graph.nodes}
     layers: list[Layer] = []
@@ -63,7 +64,13 @@ def build_workload(graph: Graph) -> Workload:
             continue
         indices_static = node.op_type != "Gather" or graph.is_static(ctx.input(node, 1))
         kind = kind_of(node.op_type, node.domain, indices_static)
-        layers.extend(_BUILDERS[kind](ctx, node))
+        try:
+            layers.extend(_BUILDERS[kind](ctx, node))
+        except UnsupportedVariant as exc:
+            if not allow_unsupported:
+                raise UserError(f"{exc} (--allow-unsupported makes it a zero-cost host layer)") from None
+            warnings.warn(f"{exc}; imported as a zero-cost host layer", stacklevel=3)
+            layers.extend(build_host(ctx, node))
     layers = fuse(ctx, layers, nodes)
     folded = _attach_constants(graph, layers, nodes)
     return Workload(

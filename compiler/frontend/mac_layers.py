@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.frontend.context import Context
+from compiler.frontend.context import Context, UnsupportedVariant
 from compiler.frontend.workload import Layer
 from costmodel import problem as P
 from costmodel.errors import UserError
@@ -83,7 +83,7 @@ def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
     xs, ws, ys = ctx.shape(node, x), ctx.shape(node, w), ctx.shape(node, node.output[0])
     rank = len(xs) - 2
     if rank not in (1, 2):
-        raise UserError(f"{ctx.where(node)}: {rank}-D convolution is not supported (1-D and 2-D are)")
+        raise UnsupportedVariant(f"{ctx.where(node)}: {rank}-D convolution is not supported (1-D and 2-D are)")
     group = int(ctx.attrs(node).get("group", 1))
     kernel = tuple(ctx.attrs(node).get("kernel_shape", ws[2:]))
     strides, dil, pads = _spatial_attrs(ctx, node, xs[2:], kernel)
@@ -107,7 +107,7 @@ def _conv_transpose(ctx: Context, node: Any) -> Layer:
     xs, ws = ctx.shape(node, x), ctx.shape(node, w)
     rank = len(xs) - 2
     if rank not in (1, 2):
-        raise UserError(f"{ctx.where(node)}: {rank}-D transposed convolution is not supported (1-D and 2-D are)")
+        raise UnsupportedVariant(f"{ctx.where(node)}: {rank}-D transposed convolution is not supported (1-D and 2-D are)")
     a = ctx.attrs(node)
     group = int(a.get("group", 1))
     kernel = tuple(a.get("kernel_shape", ws[2:]))

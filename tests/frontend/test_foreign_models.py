@@ -81,3 +81,29 @@ def test_resnet50_matches_the_published_architecture():
     first = convs[0].problem.sizes  # conv1: 7x7/2, 64 filters, 224 -> 112
     assert (first["K"], first["C"], first["R"], first["P"]) == (64, 3, 7, 112)
     assert sum(x.post_ops == ["Relu"] for x in wl.layers()) == 49  # every Relu fused (into convs or Sums)
+
+
+BACKEND_MODELS = sorted((LIGHT.parent).glob("**/*.onnx"))
+
+
+def test_every_model_shipped_with_onnx_imports_or_fails_cleanly():
+    """All ~150 models of onnx's backend test data (pytorch-converted, pytorch-operator, simple, real,
+    light): the default import either succeeds or raises UserError (3-D convs, sequence and string
+    ops); with allow_unsupported every one of them imports."""
+    import warnings
+
+    from costmodel.errors import UserError
+
+    assert len(BACKEND_MODELS) > 100
+    refused = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in BACKEND_MODELS:
+            try:
+                import_onnx(path)
+            except UserError as exc:
+                refused.append((path.parent.name, str(exc)))
+            wl = import_onnx(path, allow_unsupported=True)
+            assert wl.layers() or wl.folded
+    assert refused and all("not support" in why for _, why in refused)
+    assert {"test_Conv3d", "test_sequence_model1"} <= {name for name, _ in refused}

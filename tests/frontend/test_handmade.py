@@ -300,3 +300,16 @@ def test_einsum_as_matmul(tmp_path, equation, a, b, macs, batch):
     out = sess.run(None, {"a": np.zeros(a, np.float32), "b": np.zeros(b, np.float32)})[0]
     assert layer.output_shapes == (out.shape,)
     assert layer.macs == macs and layer.problem.sizes["B"] == batch
+
+
+def test_3d_conv_is_refused_or_a_host_layer(tmp_path):
+    from costmodel.errors import UserError
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c3")
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [1, 2, 4, 4, 4])], [("y", FLOAT, None)],
+             [weight("w", 3, 2, 1, 1, 1)])
+    with pytest.raises(UserError, match=r"'c3'.*3-D convolution is not supported.*--allow-unsupported"):
+        import_onnx(p)
+    with pytest.warns(UserWarning, match="zero-cost host layer"):
+        (layer,) = import_onnx(p, allow_unsupported=True).layers()
+    assert (layer.kind, layer.macs, layer.output_shapes) == ("host", 0, ((1, 3, 4, 4, 4),))
