@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from costmodel.errors import UserError
 from costmodel.tech import Technology
@@ -286,6 +286,7 @@ class Architecture(BaseModel):
     compilable: dict[str, Any] | None
     constraints: tuple[Constraint, ...]
     fixed_overhead_mm2: float
+    _fingerprint: str | None = PrivateAttr(default=None)
 
     @property
     def num_pes(self) -> int:
@@ -315,9 +316,21 @@ class Architecture(BaseModel):
     def fingerprint(self) -> str:
         """16 hex chars of sha256 over the canonical resolved config (file path and description excluded,
         so moving or re-describing a config does not invalidate binaries compiled for it)."""
-        data = self.model_dump(mode="json", exclude={"source", "description"})
-        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        if self._fingerprint is None:
+            data = self.model_dump(mode="json", exclude={"source", "description"})
+            blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+            self._fingerprint = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return self._fingerprint
+
+    def __hash__(self) -> int:  # usable as a cache key despite its dict fields
+        return hash(self.fingerprint())
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Architecture)
+            and self.fingerprint() == other.fingerprint()
+            and (self.source, self.description) == (other.source, other.description)
+        )
 
 
 def resolve_path(path_or_name: str | Path) -> Path:

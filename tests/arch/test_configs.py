@@ -190,3 +190,12 @@ def test_network_area_override_and_dataframe():
     )
     df = arch.to_dataframe()
     assert list(df.index) == ["DRAM", "buffer", "rf"] and df.loc["rf", "instances"] == 4
+
+
+def test_architecture_is_hashable_and_compares_by_content():
+    a, b = load_architecture("tiny"), load_architecture("tiny")
+    assert a == b and hash(a) == hash(b) and {a: 1}[b] == 1
+    d = _data("tiny")
+    d["levels"][1]["capacity"] = "8 KiB"
+    c = architecture_from_dict(d, source=a.source)
+    assert c != a and c.level("buffer").capacity_words == 8192
