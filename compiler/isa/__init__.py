@@ -1,7 +1,9 @@
 """The accelerator's ISA: instruction table, encoder/decoder, assembler text and the .axb container.
 
-``spec`` holds the one field table; ``instructions`` the decoded dataclasses; ``encoding`` the
-128-bit encode/decode; ``text`` the assembler/disassembler; ``binary`` the file container.
+``spec`` holds the one field table (``enums`` its value meanings); ``instructions`` the decoded
+dataclasses; ``encoding`` the 128-bit encode/decode; ``program`` the in-memory Program and its
+tables; ``binary`` the .axb container; ``text`` the assembler/disassembler; ``layout`` the DRAM
+layouts of I/O tensors; ``numerics`` the QADD register values; ``docgen`` writes docs/isa.md.
 """
 
 from compiler.isa.binary import read_binary, write_binary

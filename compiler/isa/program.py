@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ from compiler.isa.spec import ISA_VERSION
 from costmodel.errors import UserError
 
 DTYPES = ("int8", "uint8", "int16", "int32", "float32")
+_DTYPE_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "float32": 4}
+_ZP_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-(2**15), 2**15 - 1)}
 DIRECTIONS = ("input", "output")
 CONST_KINDS = ("weights", "bias", "scales", "lut", "other")
 _LAYOUT = re.compile(r"^([A-Z]+)(?:c([1-9][0-9]*))?$")
@@ -78,12 +81,24 @@ class IOTensor:
 
     def __post_init__(self) -> None:
         where = f"io tensor {self.name!r}"
+        try:  # accept numpy scalars from the compiler; store plain Python numbers (JSON-serializable)
+            object.__setattr__(self, "shape", tuple(operator.index(d) for d in self.shape))
+            object.__setattr__(self, "addr", operator.index(self.addr))
+            object.__setattr__(self, "zero_point", operator.index(self.zero_point))
+            object.__setattr__(self, "scale", float(self.scale))
+        except (TypeError, ValueError):
+            raise UserError(f"{where}: shape, addr and zero_point must be integers and scale a number") from None
         if self.direction not in DIRECTIONS:
             raise UserError(f"{where}: direction {self.direction!r}, expected one of {DIRECTIONS}")
         if self.dtype not in DTYPES:
             raise UserError(f"{where}: dtype {self.dtype!r}, expected one of {DTYPES}")
-        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in self.shape):
+        if not all(d >= 1 for d in self.shape):
             raise UserError(f"{where}: shape {self.shape!r} must be positive integers")
+        if math.prod(self.shape) * _DTYPE_BYTES[self.dtype] > 1 << 32:
+            raise UserError(f"{where}: shape {self.shape!r} does not fit the 32-bit DRAM address space")
+        lo, hi = _ZP_RANGE.get(self.dtype, (0, 0))
+        if not lo <= self.zero_point <= hi:
+            raise UserError(f"{where}: zero_point {self.zero_point!r} outside [{lo}, {hi}] for {self.dtype}")
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise UserError(f"{where}: scale {self.scale!r} must be a finite positive number")
         _nonneg(self.addr, "addr", where, 1 << 32)
@@ -118,16 +133,22 @@ class ConstSegment:
     offset: int
     size: int
 
+    def __post_init__(self) -> None:
+        if self.kind not in CONST_KINDS:
+            raise UserError(f"constant segment {self.name!r}: kind {self.kind!r}, expected one of {CONST_KINDS}")
+        try:
+            object.__setattr__(self, "offset", operator.index(self.offset))
+            object.__setattr__(self, "size", operator.index(self.size))
+        except TypeError:
+            raise UserError(f"constant segment {self.name!r}: offset and size must be integers") from None
+
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "offset": self.offset, "size": self.size}
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> ConstSegment:
         o = _obj(value, {"name", "kind", "offset", "size"}, where)
-        kind = _field(o, "kind", str, where)
-        if kind not in CONST_KINDS:
-            raise UserError(f"{where}: kind {kind!r}, expected one of {CONST_KINDS}")
-        return cls(name=_field(o, "name", str, where), kind=kind,
+        return cls(name=_field(o, "name", str, where), kind=_field(o, "kind", str, where),
                    offset=_nonneg(_field(o, "offset", int, where), "offset", where),
                    size=_nonneg(_field(o, "size", int, where), "size", where))
 
@@ -138,6 +159,10 @@ class DebugEntry:
 
     node: str
     tile: str = ""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.node, str) and isinstance(self.tile, str)):
+            raise UserError(f"debug entry ({self.node!r}, {self.tile!r}): node and tile must be strings")
 
 
 @dataclass
@@ -163,8 +188,13 @@ class Program:
             raise UserError(f"program: ISA version {self.isa_version}, this toolkit writes {ISA_VERSION}")
         for key in ("dram_size", "const_base"):
             value = getattr(self, key)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1 << 32:
-                raise UserError(f"program: {key} = {value!r}, expected an integer in [0, 2**32]")
+            try:
+                value = operator.index(value)
+            except TypeError:
+                value = None
+            if value is None or isinstance(getattr(self, key), bool) or not 0 <= value <= 1 << 32:
+                raise UserError(f"program: {key} = {getattr(self, key)!r}, expected an integer in [0, 2**32]")
+            setattr(self, key, value)
         for seg in self.const_segments:
             if seg.offset < 0 or seg.size < 0 or seg.offset + seg.size > len(self.constants):
                 raise UserError(f"constant segment {seg.name!r} [{seg.offset}, +{seg.size}) lies outside "

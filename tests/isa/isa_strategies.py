@@ -48,9 +48,10 @@ def programs(draw):
     for n in io_names:
         shape = tuple(draw(st.lists(st.integers(1, 64), min_size=1, max_size=4)))
         layout = "NCHW"[: len(shape)] + (draw(st.sampled_from(["", "c16", "c8"])) if len(shape) > 1 else "")
-        io.append(IOTensor(n, draw(st.sampled_from(["input", "output"])), draw(st.sampled_from(["int8", "uint8", "int32"])),
-                           shape, layout, draw(st.integers(0, 2**32 - 1)), draw(st.floats(1e-6, 1e3)),
-                           draw(st.integers(-128, 255))))
+        dtype = draw(st.sampled_from(["int8", "uint8", "int32"]))
+        zp = draw({"int8": st.integers(-128, 127), "uint8": st.integers(0, 255), "int32": st.just(0)}[dtype])
+        io.append(IOTensor(n, draw(st.sampled_from(["input", "output"])), dtype, shape, layout,
+                           draw(st.integers(0, 2**32 - 1)), draw(st.floats(1e-6, 1e3)), zp))
     debug_idx = draw(st.sets(st.integers(0, len(insns) - 1), max_size=len(insns))) if insns else set()
     debug = {i: DebugEntry(draw(names), draw(names)) for i in sorted(debug_idx)}
     const_base = draw(st.integers(0, 1 << 20))

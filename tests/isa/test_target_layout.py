@@ -96,5 +96,9 @@ def test_plain_layout_and_bad_inputs():
         pack(np.zeros((1, 20, 3, 2), np.float32), IOTensor("x", "input", "int8", (1, 20, 3, 2), "NCHW", 0))
     with pytest.raises(UserError, match="outside the int8 range"):
         pack(np.full((2, 3), 200), IOTensor("x", "input", "int8", (2, 3), "NC", 0))
+    with pytest.raises(UserError, match="zero_point 200 outside"):
+        IOTensor("x", "input", "int8", (2, 3), "NC", 0, 1.0, 200)
+    with pytest.raises(UserError, match="does not fit the 32-bit"):
+        IOTensor("x", "input", "int32", (1 << 20, 1 << 20), "NC", 0)
     with pytest.raises(UserError, match="layout 'NCH'"):
         IOTensor("x", "input", "int8", (2, 3), "NCH", 0)
