@@ -7,6 +7,7 @@ lane widths) belong to the simulator, which knows the config.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import fields as dc_fields
@@ -23,7 +24,10 @@ def _to_bits(f: Field, value: object, insn: object, index: int | None) -> int:
             names = ", ".join(m.name.lower() for m in f.enum)
             raise IsaError(f"{_where(insn, index)}: field {f.name}={value!r} is not one of {names}") from None
     if not isinstance(value, int):
-        raise IsaError(f"{_where(insn, index)}: field {f.name}={value!r} is not an integer")
+        try:
+            value = operator.index(value)  # numpy integers from the compiler
+        except TypeError:
+            raise IsaError(f"{_where(insn, index)}: field {f.name}={value!r} is not an integer") from None
     if not f.min <= value <= f.max:
         raise IsaError(f"{_where(insn, index)}: field {f.name}={value} out of range [{f.min}, {f.max}] "
                        f"({f.width} bits)")

@@ -94,6 +94,15 @@ def test_bad_enum_and_type():
         encode(Load(sram="7"))
 
 
+def test_numpy_integers_are_accepted():
+    import numpy as np
+
+    g = Gemm(mx=np.int64(14), a_sy=np.int32(16), dtype=np.uint8(1))
+    assert encode(g) == encode(Gemm(mx=14, a_sy=16, dtype=1))
+    with pytest.raises(IsaError, match="is not an integer"):
+        encode(Gemm(mx=np.float64(2.0)))
+
+
 def test_illegal_tokens_rejected_both_ways():
     with pytest.raises(IsaError, match="LD has no neighbour for token flag"):
         encode(Load(pop_prev=True))
