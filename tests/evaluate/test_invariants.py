@@ -55,7 +55,7 @@ def busy_copies(batch, i: int, level: int) -> int:
                      for m in range(level) for d in range(batch.temporal.shape[2]))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(problem=problems, arch=architectures(), seed=st.integers(0, 2**16))
 def test_energy_latency_utilization_invariants(problem, arch, seed):
     batch = random_mappings(problem, arch, 16, seed=seed)
@@ -98,7 +98,7 @@ def test_energy_latency_utilization_invariants(problem, arch, seed):
     assert (serial.latency_cycles == serial.lat.compute + per_level).all()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(problem=problems, arch=architectures(systolic=True), seed=st.integers(0, 2**16))
 def test_systolic_modes_are_ordered(problem, arch, seed):
     batch = random_mappings(problem, arch, 16, seed=seed)
