@@ -5,9 +5,9 @@ or bounds checks (those live in :mod:`compiler.sim.execute`). Every buffer is a 
 ``rows x L`` lanes: SPAD as int8 (reinterpreted as uint8 where the instruction says so), ACC and
 CONST as int32 (CONST reinterpreted as float32 bits where an op reads scales).
 
-Integer exactness: GEMM sums are computed with float32 BLAS in chunks of at most 512 products
-along K, each product bounded by 255 * 128 < 2**15, so every partial sum is an integer below
-2**24 and exact in float32; the chunks are added in int64 and wrapped to int32 (two's-complement
+Integer exactness: GEMM sums are computed with float32 BLAS in chunks along K short enough that
+every partial sum is an integer below 2**24, hence exact in float32 (512 products for int8 data,
+see :func:`exact_matmul`); the chunks are added in int64 and wrapped to int32 (two's-complement
 wrap-around, which is order-independent). A conv tile is the affine A walk of the ISA
 (:func:`walk`), gathered with fancy indexing -- the ISA itself has no im2col.
 """
@@ -18,8 +18,6 @@ import numpy as np
 
 from compiler.sim import quant
 
-_EXACT_K = 512  # products per float32 partial sum: 512 * 2**15 = 2**24
-
 
 def walk(base: int, mx: int, my: int, l0: int, l1: int, sx: int, sy: int, s0: int, s1: int) -> np.ndarray:
     """Row addresses ``base + l1*s1 + l0*s0 + my*sy + mx*sx`` as an int64 array [taps, My*Mx]."""
@@ -29,11 +27,20 @@ def walk(base: int, mx: int, my: int, l0: int, l1: int, sx: int, sy: int, s0: in
 
 
 def exact_matmul(a: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``a @ w`` for small integers (|a*w| < 2**15) as exact int64, using float32 BLAS."""
-    k = a.shape[1]
+    """``a @ w`` of integer arrays as exact int64, with float32 BLAS where that is exact.
+
+    A float32 partial sum of ``n`` products bounded by ``b`` is exact while ``n * b <= 2**24``, so K
+    is cut into chunks of ``2**24 // b`` terms (512 for int8 x uint8); beyond that, int64 matmul.
+    """
+    bound = int(np.abs(a).max(initial=0)) * int(np.abs(w).max(initial=0))
     out = np.zeros((a.shape[0], w.shape[1]), dtype=np.int64)
-    for lo in range(0, k, _EXACT_K):
-        part = a[:, lo : lo + _EXACT_K].astype(np.float32) @ w[lo : lo + _EXACT_K].astype(np.float32)
+    if bound == 0:
+        return out
+    per = 2**24 // bound
+    if per == 0:
+        return a.astype(np.int64) @ w.astype(np.int64)
+    for lo in range(0, a.shape[1], per):
+        part = a[:, lo : lo + per].astype(np.float32) @ w[lo : lo + per].astype(np.float32)
         out += part.astype(np.int64)
     return out
 
@@ -56,8 +63,7 @@ def gemm(
     a = spad.view(np.uint8) if unsigned else spad
     ga = a[a_rows]  # [T, M, R]
     if weights.shape[0] == 1 and taps > 1:  # one stationary tile: sum the taps' A first (exact ints)
-        total = exact_matmul(ga.astype(np.int64).sum(axis=0), weights[0]) if taps * 255 < 2**15 else \
-            exact_matmul(ga.transpose(1, 0, 2).reshape(m, -1), np.tile(weights[0], (taps, 1)))
+        total = exact_matmul(ga.astype(np.int64).sum(axis=0), weights[0])
     else:
         total = exact_matmul(ga.transpose(1, 0, 2).reshape(m, -1), weights.reshape(-1, weights.shape[2]))
     rows = slice(c_base, c_base + m)

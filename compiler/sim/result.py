@@ -27,6 +27,7 @@ class SimResult:
     start: np.ndarray | None = None  # per instruction start cycle
     end: np.ndarray | None = None
     wall_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # e.g. tokens never popped
 
     @property
     def idle(self) -> dict[str, int]:
@@ -55,6 +56,7 @@ class SimResult:
             "dram_read_bytes": self.dram_read_bytes,
             "dram_write_bytes": self.dram_write_bytes,
             "wall_seconds": self.wall_seconds,
+            "warnings": self.warnings,
         }
         if self.cycles is not None:
             out.update({

@@ -98,7 +98,7 @@ def simulate(
         outputs=outputs, instructions=len(insns),
         macs=sum(costs.gemm_macs(x, target) for x in insns if isinstance(x, Gemm)),
         dram_read_bytes=_dma_bytes(insns, Load, target), dram_write_bytes=_dma_bytes(insns, Store, target),
-        pes=target.rows * target.cols,
+        pes=target.rows * target.cols, warnings=tl.leftover,
     )
     if timing:
         result.gemm_timing, result.cycles, result.clock_hz = mode, tl.cycles, target.clock_hz

@@ -90,6 +90,8 @@ def simulate(
     for name, array in result.outputs.items():
         paths[name] = folder / _file_name(name)
         _save_npy(array, paths[name])
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     doc = result.to_dict()
     for name, path in paths.items():
         doc["outputs"][name]["path"] = str(path)

@@ -48,10 +48,13 @@ def test_removed_push_is_a_deadlock_naming_the_waiting_instruction():
     assert "EX waits at instruction 4 (conv) [gemm] for a token on LD->EX" in str(err.value)
 
 
-def test_removed_pop_leaves_a_token():
-    program, inputs = conv_with(i5={"pop_prev": False})
-    with pytest.raises(SimError, match=r"race|never popped"):
+def test_removed_pop_is_a_race_and_an_unpopped_token_a_warning():
+    program, inputs = conv_with(i5={"pop_prev": False})  # the store no longer waits for the GEMM
+    with pytest.raises(SimError, match=r"race \((RAW|WAR)\).*instruction 5 \(conv\) \[store\]"):
         simulate(program, inputs)
+    program = _nops([{"push_next": True}] * 2, [{"pop_prev": True}])
+    assert simulate(program, {}).warnings == [
+        "1 token(s) pushed to LD->EX were never popped (the last by instruction 1 (n) [nop])"]
 
 
 def test_out_of_range_addresses_name_the_instruction():

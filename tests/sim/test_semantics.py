@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from compiler.isa import Buffer, Engine, Gemm, GemmType, Reg, Src1Mode, Vec, VecOp
 from compiler.isa.spec import REDUCE_OPS
-from compiler.sim import compute
+from compiler.sim import compute, kernels
 from compiler.sim.state import MachineState
 from compiler.target import Target
 
@@ -252,3 +252,13 @@ def test_shr_rounding_modes_through_the_register():
         compute.vec(s, Vec(op=VecOp.SHR, src1_mode=Src1Mode.REG, src1=16, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC,
                            dst=10, src0=0, mx=8, sx=1), "t", True)
         assert s.buffers[Buffer.ACC][10:18, 3].tolist() == expected
+
+
+def test_exact_matmul_beyond_float32_integers():
+    # K = 3000 products of 255 * 127 reach 9.7e7 > 2**24: naive float32 would round, chunks must not
+    rng = np.random.default_rng(2)
+    a = rng.integers(200, 256, (5, 3000))
+    w = rng.integers(100, 128, (3000, 7))
+    np.testing.assert_array_equal(kernels.exact_matmul(a, w), a @ w)
+    big = np.full((2, 2), 2**20)  # one product is already above 2**24: the int64 path
+    np.testing.assert_array_equal(kernels.exact_matmul(big, big), big @ big)
