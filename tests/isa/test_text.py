@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from isa_strategies import instructions, programs
 
 from compiler.isa import Buffer, Engine, Finish, Gemm, Reg, SetReg, Src1Mode, Vec, VecOp, encode
@@ -116,3 +117,16 @@ def test_disassemble_without_constants():
     text = disassemble(p, constants=False)
     assert ".const" not in text.replace("# .const omitted: 4 bytes", "") and "# .const omitted: 4 bytes" in text
     assert assemble(text).instructions == p.instructions
+
+
+_CANON = disassemble(assemble(HAND))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=200), st.integers(0, len(_CANON)), st.integers(0, 20))
+def test_fuzz_assembler_only_raises_user_errors(junk, at, cut):
+    for text in (junk, _CANON[:at] + junk + _CANON[at + cut:]):
+        try:
+            assemble(text)
+        except UserError:
+            pass
