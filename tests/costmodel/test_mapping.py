@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 from bruteforce import walk
 from standin import random_mapping
 
+import costmodel
 from costmodel import problem as P
 from costmodel.analysis import access_counts
 from costmodel.arch import load_architecture
@@ -146,3 +148,23 @@ def test_real_config_counts_match_walker():
         ref = walk(prob, ARCH, m)
         for f in ("fills", "reads", "updates", "hops", "tile_words"):
             assert np.array_equal(getattr(acc, f)[i], ref[f]), (f, m)
+
+
+HWCONFIGS = sorted((Path(costmodel.__file__).resolve().parent.parent / "hwconfigs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", HWCONFIGS, ids=[p.stem for p in HWCONFIGS])
+def test_shipped_configs_counts_match_walker(path):
+    """Every shipped config, with random valid mappings from costmodel.random_mappings."""
+    from costmodel.random_mappings import random_mappings
+
+    arch = load_architecture(path)
+    prob = P.conv2d(2, 4, 5, 5, kernel=3)
+    batch = random_mappings(prob, arch, 8, seed=3)
+    acc = access_counts(prob, arch, batch)
+    for i in range(len(batch)):
+        mapping = batch.mapping(i, prob)
+        mapping.validate(prob, arch)
+        ref = walk(prob, arch, mapping)
+        for f in ("fills", "reads", "updates", "hops", "tile_words"):
+            assert np.array_equal(getattr(acc, f)[i], ref[f]), (path.name, f, mapping)
