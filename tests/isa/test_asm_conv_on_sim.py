@@ -1,4 +1,5 @@
-"""The conv recipe of docs/isa.md, written as assembler text, runs on the simulator and equals numpy.
+"""Recipes of docs/isa.md (conv, nearest resize), written as assembler text, run on the simulator
+and equal numpy.
 
 An end-to-end check of the text form: assemble -> .axb -> simulate. The reference below is a plain
 numpy convolution (zero-point-corrected, padded with the zero point) followed by the documented
@@ -67,3 +68,23 @@ def test_assembled_conv_equals_numpy(tmp_path):
     expect = np.rint(np.clip(f, np.float32(-128 - y_zp), np.float32(127 - y_zp))) + y_zp
     assert np.array_equal(result.outputs["y"], expect.astype(np.int8)[None])
     assert read_binary(path).debug[5].node == "conv"
+
+
+def test_nearest_resize_by_interleaved_stores(tmp_path):
+    # 1x16x3x4 -> 1x16x6x8: one STORE per phase (py, px) with x_gap=1 and dram_pitch = 2 output rows.
+    # Output row pitch 8 vectors * 16 B = 128 B; phase (py, px) starts at 1024 + py*128 + px*16.
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, L, 3, 4)).astype(np.int8)
+    io = ('.io {"addr":0,"direction":"input","dtype":"int8","layout":"NCHWc16","name":"x","scale":1.0,'
+          '"shape":[1,16,3,4],"zero_point":0}\n'
+          '.io {"addr":1024,"direction":"output","dtype":"int8","layout":"NCHWc16","name":"y","scale":1.0,'
+          '"shape":[1,16,6,8],"zero_point":0}')
+    stores = "\n".join(
+        f"store buf=spad sram=0 y_size=3 x_size=4 dram_addr={1024 + py * 128 + px * 16} dram_pitch=256 x_gap=1"
+        + (" pop_prev" if py == px == 0 else "") for py in (0, 1) for px in (0, 1))
+    text = (f".memmap dram_size=2048 const_base=0\n{io}\n"
+            "load buf=spad sram=0 y_size=3 x_size=4 dram_addr=0 dram_pitch=64 push_next\n"
+            "nop engine=ex pop_prev push_next\n"
+            f"{stores}\nfinish\n")
+    out = sim.simulate(write_binary(assemble(text), tmp_path / "resize.axb"), {"x": x}).outputs["y"]
+    assert np.array_equal(out, x.repeat(2, axis=2).repeat(2, axis=3))
