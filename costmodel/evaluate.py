@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from costmodel.energy import ACTIONS, Energy, energy
+from costmodel.errors import UserError
 from costmodel.latency import Latency, SystolicMode, latency
 
 if TYPE_CHECKING:
@@ -159,7 +160,8 @@ def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *,
     level_names = tuple(lv.name for lv in arch.levels)
     clash = sorted(set(level_names) & set(RESERVED))
     if clash:
-        raise ValueError(f"architecture {arch.name}: level names {clash} clash with breakdown keys {RESERVED}")
+        raise UserError(f"{getattr(arch, 'source', arch.name)}: level names {clash} are reserved for the "
+                        f"energy breakdown ({', '.join(RESERVED)}); rename the level")
     acc = access_counts(problem, arch, batch)
     lat = latency(problem, arch, batch, acc, overlap=overlap, systolic_mode=systolic_mode)
     cycles = lat.total

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from costmodel.arch import HWCONFIGS, load_architecture
+from costmodel.errors import UserError
 from costmodel.evaluate import evaluate, evaluate_batch
 from costmodel.latency import gemm_view, scalesim_cycles
 from costmodel.problem import conv2d, depthwise_conv2d, matmul
@@ -57,3 +58,24 @@ def test_tpu_like_example_against_scalesim():
     # SCALE-Sim's own schedule streams all M = 28*28 = 784 pixels per fold (no accumulator limit):
     # ceil(1152/16) * ceil(128/16) * (2*16 + 16 + 784 - 2) = 72 * 8 * 830 = 478,080 cycles
     assert scalesim_cycles(gemm_view(problem), 16, 16, "WS") == 478_080
+
+
+def test_dataframes_and_reserved_names():
+    arch = load_architecture("tiny")
+    problem = LAYERS[0]
+    batch = random_mappings(problem, arch, 20, seed=3)
+    df = evaluate_batch(problem, arch, batch).to_dataframe()
+    assert len(df) == 20 and {"energy_pj", "latency_cycles", "energy_buffer_pj"} <= set(df.columns)
+    one = evaluate(problem, arch, batch.mapping(0, problem))
+    rows = one.to_dataframe()
+    assert len(rows) == len(arch.levels) * len(problem.tensors)
+    d = one.to_dict()
+    assert rows["reads"].sum() == sum(a["reads"] for t in d["accesses"].values() for a in t.values())
+    # the energy of the accesses, plus MACs, network and leakage, is the total
+    rest = d["energy_breakdown_pj"]["mac"] + sum(d["energy_breakdown_pj"]["network"].values()) + \
+        sum(d["energy_breakdown_pj"]["leakage"].values())
+    access = rows[["read_pj", "fill_pj", "update_pj"]].to_numpy().sum()
+    assert access + rest == pytest.approx(d["energy_pj"], rel=1e-12)
+    bad = arch.model_copy(update={"levels": (arch.levels[0].model_copy(update={"name": "mac"}), *arch.levels[1:])})
+    with pytest.raises(UserError, match="reserved"):
+        evaluate_batch(problem, bad, batch)
