@@ -158,3 +158,20 @@ def conv_program(x: np.ndarray, w: np.ndarray, *, stride: int, pad: int, x_zp: i
     nodes = {1: "x_load", 2: "w_load", 3: "bias_load"}
     debug = {i: DebugEntry(nodes.get(i, "conv"), "") for i in range(len(insns))}
     return dram.program(insns, [x_io, y_io], debug), {"x": x}
+
+
+def pipelined_program(tiles: int) -> Program:
+    """LD -> EX -> ST over ``tiles`` 16-row tiles, double-buffered in SPAD and ACC, the usual token
+    pattern: LD waits for EX to free a SPAD half (from the third tile on), EX waits for ST to free
+    an ACC half (from the third tile on), nobody pushes a token that is never popped."""
+    insns: list = [Load(buf=Buffer.SPAD, sram=64, y_size=L, dram_addr=0, dram_pitch=L)]  # weights
+    for j in range(tiles):
+        half = (j % 2) * L
+        insns.append(Load(buf=Buffer.SPAD, sram=half, y_size=L, dram_addr=256 * (1 + j), dram_pitch=L,
+                          pop_next=j >= 2, push_next=True))
+        insns.append(Gemm(pop_prev=True, push_prev=j < tiles - 2, pop_next=j >= 2, push_next=True, loadw=True,
+                          a_base=half, w_base=64, c_base=half, mx=L, a_sx=1))
+        insns.append(Store(pop_prev=True, push_prev=j < tiles - 2, buf=Buffer.ACC, elem=Elem.B32, sram=half,
+                           y_size=L, dram_addr=8192 + 1024 * j, dram_pitch=64))
+    insns.append(Finish())
+    return Program(instructions=insns, dram_size=8192 + 1024 * tiles)

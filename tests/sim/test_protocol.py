@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from sim_programs import L, conv_program
+from sim_programs import L, conv_program, pipelined_program
 
 from compiler.isa import Buffer, Elem, Engine, Finish, Gemm, Load, Nop, Store, Vec, VecOp
 from compiler.isa.program import DebugEntry, Program
@@ -160,3 +160,16 @@ def test_overlapping_store_rows_and_lut_bounds_are_errors():
 def test_gemm_reusing_weights_before_any_load_is_an_error():
     with pytest.raises(SimError, match="no weight tile"):
         simulate(Program(instructions=[Gemm(loadw=False), Finish()]), {})
+
+
+@pytest.mark.parametrize("tiles", [3, 4, 6])
+def test_removing_any_single_token_flag_is_reported(tiles):
+    assert not simulate(pipelined_program(tiles), {}, functional=False).warnings  # the intact program is clean
+    flags = [(i, f) for i, x in enumerate(pipelined_program(tiles).instructions)
+             for f in ("pop_prev", "pop_next", "push_prev", "push_next") if getattr(x, f, False)]
+    assert len(flags) == 8 * tiles - 8
+    for i, flag in flags:
+        program = pipelined_program(tiles)
+        program.instructions[i] = dataclasses.replace(program.instructions[i], **{flag: False})
+        with pytest.raises(SimError, match=r"^(race|deadlock)"):
+            simulate(program, {}, functional=False)
