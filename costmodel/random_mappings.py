@@ -123,5 +123,11 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
             break
     else:
         raise RuntimeError(f"only {have} of {n} random mappings of {problem.describe()} on {arch.name} were valid")
-    return MappingBatch(*(np.concatenate([getattr(p, f) for p in parts])
+    return MappingBatch(*(_batch_last(np.concatenate([getattr(p, f) for p in parts]))
                           for f in ("temporal", "spatial_x", "spatial_y", "order", "keep")))
+
+
+def _batch_last(a: np.ndarray) -> np.ndarray:
+    """The same [B, L, X] array stored batch-last (a view of a contiguous [L, X, B] array): the
+    analysis works on [.., B] rows, and this layout halves its time (no transposing copies)."""
+    return np.ascontiguousarray(a.transpose(1, 2, 0)).transpose(2, 0, 1)
