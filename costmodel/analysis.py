@@ -132,8 +132,9 @@ def _shifts(bt: _Batch, ax: Axis, c: int, free: list[int]) -> np.ndarray:
 class _Link:
     """Counts for one tensor and one child level c (c = L: the MACs), for every parent."""
 
-    def __init__(self, shape: Shape, bt: _Batch, axes: tuple[Axis, ...], c: int) -> None:
-        self.bt, self.c, self.sizes = bt, c, shape.sizes
+    def __init__(self, shape: Shape, bt: _Batch, axes: tuple[Axis, ...], c: int, timeloop: bool) -> None:
+        self.bt, self.c, self.sizes, self.timeloop = bt, c, shape.sizes, timeloop
+        self.used = sorted({e for ax in axes for _, e in ax.terms})
         self.mac = c == bt.t.shape[0]
         self.st = [ax.terms[0][1] for ax in axes if ax.single]
         self.mt = [ax for ax in axes if not ax.single]
@@ -155,6 +156,14 @@ class _Link:
         free = [e for e in range(bt.t.shape[1]) if e not in self.st]
         self.after = np.where(bt.pos[:c, free] > js[None, None, :], bt.wts[:c, free], 0)
         self.shift = [_shifts(bt, ax, c, free) for ax in self.mt]
+        if timeloop and self.mt:
+            # Timeloop slides a window only under the innermost nontrivial loop; elsewhere a
+            # moved tile is refetched whole
+            last = np.where(bt.t[:c] > 1, bt.pos[:c], -1).max(axis=(0, 1), initial=-1)
+            still = np.ones(self.after.shape, bool)
+            for sh in self.shift:
+                still &= sh == 0
+            self.after = np.where(still | (bt.pos[:c, free] == last[None, None, :]), self.after, 0)
         self.s0 = self._reused(None, {}) if self.mt else self.after.sum(axis=(0, 1))
 
     def _reused(self, rows: np.ndarray | None, over: dict) -> np.ndarray:
@@ -181,7 +190,7 @@ class _Link:
         if key in self._cache:
             return self._cache[key]
         bt, c = self.bt, self.c
-        mf = bt.xy_over(nets)
+        mf = self._merge_factors(nets)
         groups = bt.sp_above[c] if mf is None else bt.sp_above[c] // mf.prod(axis=0)
         u_st = np.ones_like(groups)
         for e in self.st:
@@ -213,6 +222,15 @@ class _Link:
         self._cache[key] = out
         return out
 
+    def _merge_factors(self, nets: tuple[int, ...]) -> np.ndarray | None:
+        """[D, B] spatial factors merged per dim; Timeloop's model merges only identical tiles,
+        i.e. digits of dimensions this tensor does not use."""
+        mf = self.bt.xy_over(nets)
+        if mf is not None and self.timeloop and self.used:
+            mf = mf.copy()
+            mf[self.used] = 1
+        return mf
+
     def _key(self, ax: Axis, nets: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
         """Per row: for each term its tile extent and (w, f) of its merged spatial digits."""
         geo, cols = self.bt.geo, []
@@ -231,7 +249,7 @@ class _Link:
         if key in self._cache:
             return self._cache[key]
         bt, c = self.bt, self.c
-        mf = bt.xy_over(nets)
+        mf = self._merge_factors(nets)
         mf = np.ones_like(bt.xy[0]) if mf is None else mf
         out = bt.sp_above[c] // mf.prod(axis=0)
         above = bt.xy_above(c)
@@ -243,7 +261,7 @@ class _Link:
             for _, e in ax.terms:
                 for s in range(geo.f.shape[0]):
                     m, kind_s = divmod(s, 3)
-                    if kind_s == 0 or m >= c or m in nets:
+                    if kind_s == 0 or m >= c or (m in nets and not self.timeloop):
                         f = geo.f[s, e]
                         cols += [np.where(f > 1, geo.w[s, e], 0), f]
             out = out * sumset_sizes(tuple(cf for cf, _ in ax.terms), np.stack(cols, axis=1))
@@ -251,8 +269,14 @@ class _Link:
         return out
 
 
-def access_counts(problem: Problem, arch, batch) -> Accesses:
-    """Fills, reads, updates and hops of every level and tensor for every mapping of ``batch``."""
+def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Accesses:
+    """Fills, reads, updates and hops of every level and tensor for every mapping of ``batch``.
+
+    ``model="timeloop"`` applies Timeloop's two approximations instead of exact sets (see
+    docs/semantics.md): windows slide only under the innermost nontrivial loop, and multicast /
+    reduction merge only identical tiles. Used to reproduce Timeloop's numbers."""
+    if model not in ("exact", "timeloop"):
+        raise ValueError(f"access_counts: model must be 'exact' or 'timeloop', got {model!r}")
     shape = shape_of(problem)
     bt = _Batch(batch, shape, arch)
     n_lv, _, b = bt.t.shape
@@ -270,7 +294,7 @@ def access_counts(problem: Problem, arch, batch) -> Accesses:
             if not exists.any():
                 continue
             parent = last_keep[c - 1]
-            link = _Link(shape, bt, axes, c)
+            link = _Link(shape, bt, axes, c, model == "timeloop")
             q0 = int(parent[exists].min())
 
             def down(q: int, link: _Link = link, is_out: bool = is_out) -> np.ndarray:

@@ -47,11 +47,17 @@ def slots(problem: Problem, mapping: Mapping) -> dict[str, list[Slot]]:
 
 
 class Link:
-    """Parent level p feeding child c (c == L: the MACs) for one tensor."""
+    """Parent level p feeding child c (c == L: the MACs) for one tensor.
 
-    def __init__(self, problem: Problem, mapping: Mapping, tensor: str, c: int) -> None:
+    ``timeloop=True``: Timeloop's approximations instead of exact sets: a tile that moves at a
+    step where a loop other than the innermost nontrivial one advances is refetched whole (a
+    window slides only under the innermost loop), and multicast/reduction merge only children
+    whose tiles are identical (spatial digits of dimensions the tensor does not use)."""
+
+    def __init__(self, problem: Problem, mapping: Mapping, tensor: str, c: int, timeloop: bool = False) -> None:
         self.t = problem.tensor(tensor)
         self.c = c
+        self.timeloop = timeloop
         self.mac = c == len(mapping.levels)
         sl = slots(problem, mapping)
         dims = problem.dim_names
@@ -66,6 +72,8 @@ class Link:
                                       for idx in itertools.product(*[range(s.factor) for s in ss])})
                            for d, ss in inner.items()}
         self.steps = list(itertools.product(*[range(s.factor) for s in self.tloops]))
+        nontrivial = [j for j, s in enumerate(self.tloops) if s.factor > 1]
+        self.innermost = nontrivial[-1] if nontrivial else -1
         self.sigmas = list(itertools.product(*[range(s.factor) for s in self.sloops]))
         self._cache: dict[tuple[int, tuple[int, ...]], frozenset] = {}
 
@@ -92,15 +100,24 @@ class Link:
             out.setdefault(tuple(x for i, x in enumerate(sg) if i not in merged), []).append(sg)
         return out
 
+    def _kept_from(self, k: int, sg: tuple[int, ...]) -> frozenset:
+        """What a child still has at step k from step k-1 (for the entries at step k)."""
+        if k == 0 or self.mac:
+            return frozenset()
+        prev = self.tile(k - 1, sg)
+        if self.timeloop and prev != self.tile(k, sg):
+            advanced = max(j for j, (a, b) in enumerate(zip(self.steps[k - 1], self.steps[k])) if b > a)
+            if advanced != self.innermost:
+                return frozenset()
+        return prev
+
     def entries(self, merged: set[int]) -> int:
         total = 0
         for members in self.groups(merged).values():
             for k in range(len(self.steps)):
                 new: set = set()
                 for sg in members:
-                    cur = self.tile(k, sg)
-                    prev = self.tile(k - 1, sg) if (k > 0 and not self.mac) else frozenset()
-                    new |= cur - prev
+                    new |= self.tile(k, sg) - self._kept_from(k, sg)
                 total += len(new)
         return total
 
@@ -112,7 +129,8 @@ class Link:
                 gone: set = set()
                 for sg in members:
                     prev = self.tile(k - 1, sg)
-                    cur = frozenset() if self.mac else self.tile(k, sg)
+                    # a refetched (or MAC) tile gives up everything it had
+                    cur = self.tile(k, sg) if self._kept_from(k, sg) else frozenset()
                     gone |= prev - cur
                 total += len(gone)
             total += len(set().union(*[self.tile(last, sg) for sg in members]))
@@ -124,11 +142,14 @@ class Link:
 
     def merged_slots(self, networks: range, flag: list[bool]) -> set[int]:
         """Indices of the spatial digits of the given networks (levels) whose flag is on."""
-        return {i for i, s in enumerate(self.sloops) if s.level in networks and flag[s.level]}
+        used = self.t.dims()
+        return {i for i, s in enumerate(self.sloops) if s.level in networks and flag[s.level]
+                and not (self.timeloop and s.dim in used)}
 
 
-def walk(problem: Problem, arch, mapping: Mapping) -> dict[str, np.ndarray]:
-    """fills, reads, updates, hops, tile_words as [L, T] int arrays, totals over instances."""
+def walk(problem: Problem, arch, mapping: Mapping, model: str = "exact") -> dict[str, np.ndarray]:
+    """fills, reads, updates, hops, tile_words as [L, T] int arrays, totals over instances
+    (``model``: "exact" or "timeloop", see Link)."""
     n_lv = len(arch.levels)
     tnames = [t.name for t in problem.tensors]
     res = {k: np.zeros((n_lv, len(tnames)), np.int64) for k in ("fills", "reads", "updates", "hops", "tile_words")}
@@ -139,7 +160,7 @@ def walk(problem: Problem, arch, mapping: Mapping) -> dict[str, np.ndarray]:
         chain = [m for m in range(n_lv) if mapping.keeps(m, tn, arch)] + [n_lv]
         res["tile_words"][0, ti] = problem.tensor_elements(tn)
         for p, c in itertools.pairwise(chain):
-            link = Link(problem, mapping, tn, c)
+            link = Link(problem, mapping, tn, c, timeloop=model == "timeloop")
             if c < n_lv:
                 res["tile_words"][c, ti] = len(link.tile(0, link.sigmas[0]))
             b_read = link.merged_slots(range(p, c), mc)

@@ -28,8 +28,8 @@ def _case(seed: int):
     return prob, arch, random_mapping(rng, prob, arch)
 
 
-def _check(prob, arch, mapping, got, row):
-    ref = walk(prob, arch, mapping)
+def _check(prob, arch, mapping, got, row, model="exact"):
+    ref = walk(prob, arch, mapping, model=model)
     for f in FIELDS:
         assert np.array_equal(getattr(got, f)[row], ref[f]), (f, prob.describe(), mapping, ref[f], getattr(got, f)[row])
 
@@ -39,6 +39,16 @@ def _check(prob, arch, mapping, got, row):
 def test_random_single_mapping_matches_walker(seed):
     prob, arch, m = _case(seed)
     _check(prob, arch, m, access_counts(prob, arch, MappingBatch.from_mappings([m], prob, arch)), 0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1))
+def test_timeloop_model_matches_walker(seed):
+    """The model="timeloop" variant (window slides only under the innermost loop, multicast of
+    identical tiles only) against the walker's literal version of the same rules."""
+    prob, arch, m = _case(seed)
+    batch = MappingBatch.from_mappings([m], prob, arch)
+    _check(prob, arch, m, access_counts(prob, arch, batch, model="timeloop"), 0, model="timeloop")
 
 
 def test_batch_rows_are_independent():
