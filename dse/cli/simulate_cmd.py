@@ -3,6 +3,8 @@
 ``--input`` is ``PATH.npy`` (the binary's inputs in I/O-table order) or ``NAME=PATH.npy``. Outputs
 are written as ``<out>/<name>.npy`` (temp file + rename, so never a partial file); the default
 ``<out>`` is ``<binary stem>.out`` next to the binary. ``--json`` prints one JSON document.
+``--check MODEL.onnx`` compares every output with onnxruntime and onnx.reference (in LSBs) and
+exits 1 if onnxruntime's differs.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ def simulate(
     gemm_timing: Annotated[str | None, typer.Option("--gemm-timing",
                            help="GEMM latency: scalesim | overlapped (default: the config's).")] = None,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Functional only (no cycle counts).")] = False,
+    check: Annotated[Path | None, typer.Option("--check", help="ONNX model to compare the outputs with "
+                                               "(onnxruntime and onnx.reference); exit 1 on a difference.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
 ) -> None:
     """Run a binary on the functional and timing simulator; outputs as .npy, cycle counts printed."""
@@ -82,8 +86,13 @@ def simulate(
 
     program = read_binary(binary)
     names = [io.name for io in program.io if io.direction == "input"]
-    result = run(program, _read_inputs(inputs or [], names), timing=not no_timing, arch=hw,
-                 gemm_timing=gemm_timing)
+    arrays = _read_inputs(inputs or [], names)
+    result = run(program, arrays, timing=not no_timing, arch=hw, gemm_timing=gemm_timing)
+    checks = []
+    if check is not None:
+        from compiler.sim.check import check_outputs
+
+        checks = check_outputs(program, result.outputs, arrays, check)
     folder = out if out is not None else binary.with_suffix(".out")
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -96,8 +105,13 @@ def simulate(
     for name, path in paths.items():
         doc["outputs"][name]["path"] = str(path)
     doc["binary"] = str(binary)
+    failed = any(c.max_lsb_ort > 0 for c in checks)
+    if check is not None:
+        doc["check"] = {"model": str(check), "passed": not failed, "outputs": [c.to_dict() for c in checks]}
     if as_json:
         print(json.dumps(doc, indent=2))
+        if failed:
+            raise typer.Exit(1)
         return
     for name, path in paths.items():
         a = result.outputs[name]
@@ -110,7 +124,14 @@ def simulate(
               f"{f', utilization {util:.1%}' if util is not None else ''})")
         for e, v in doc["engines"].items():
             print(f"  {e}: busy {v['busy']:,}  stall {v['stall']:,}  idle {v['idle']:,}")
+    for c in checks:
+        ref = "n/a" if c.max_lsb_reference is None else f"{c.max_lsb_reference} LSB"
+        print(f"check {c.name}: max |diff| {c.max_lsb_ort} LSB vs onnxruntime ({c.mismatches_ort} of {c.elements} "
+              f"differ), {ref} vs onnx.reference{'  [' + c.reference_note + ']' if c.reference_note else ''}")
     print(f"simulated in {result.wall_seconds:.2f} s", file=sys.stderr)
+    if failed:
+        print(f"check failed: outputs differ from onnxruntime on {check}", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -59,7 +59,8 @@ class Dram:
 
 
 def matmul_program(a: np.ndarray, b: np.ndarray, *, a_zp: int = 0, scales: np.ndarray | None = None,
-                   y_zp: int = 0, unsigned: bool = False) -> tuple[Program, dict]:
+                   y_zp: int = 0, unsigned: bool = False, a_scale: float = 1.0,
+                   y_scale: float = 1.0) -> tuple[Program, dict]:
     """Y = A @ B on the array (A: M x K activations, B: K x N int8 weights, K and N multiples of L).
 
     Without ``scales`` the int32 accumulators are stored (the exact product of (A - a_zp) and B);
@@ -75,10 +76,11 @@ def matmul_program(a: np.ndarray, b: np.ndarray, *, a_zp: int = 0, scales: np.nd
     bias_addr = dram.const(bias)
     scale_addr = dram.const(np.asarray(scales, np.float32)) if scales is not None else None
     a_dtype = "uint8" if unsigned else "int8"
-    a_io = IOTensor("a", "input", a_dtype, (m, k), "NCc16", dram.alloc(m * k))
+    a_io = IOTensor("a", "input", a_dtype, (m, k), "NCc16", dram.alloc(m * k), a_scale, a_zp)
     quantized = scales is not None
     y_dtype = a_dtype if quantized else "int32"
-    y_io = IOTensor("y", "output", y_dtype, (m, n), "NC", dram.alloc(m * n * (1 if quantized else 4)))
+    y_io = IOTensor("y", "output", y_dtype, (m, n), "NC", dram.alloc(m * n * (1 if quantized else 4)), y_scale,
+                    y_zp if quantized else 0)
     w_base = m * kb  # SPAD: A at rows [0, m*kb), weight tiles after it, requantized rows after those
     q_base = w_base + nb * kb * L
     insns: list = [

@@ -106,3 +106,43 @@ def test_bad_inputs_exit_2(run, binary, tmp_path):
         p = run("simulate", str(path), *args)
         assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
         assert "Traceback" not in p.stderr
+
+
+def _qdq_matmul_onnx(path: Path, b, a_scale, a_zp, b_scale, y_scale, y_zp) -> None:
+    """float a -> QuantizeLinear -> QLinearMatMul -> DequantizeLinear -> float y (names a, y)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(v, dt), n) for n, v, dt in [
+        ("as", a_scale, np.float32), ("az", a_zp, np.int8), ("bs", b_scale, np.float32), ("bz", 0, np.int8),
+        ("ys", y_scale, np.float32), ("yz", y_zp, np.int8)]] + [numpy_helper.from_array(b, "b")]
+    nodes = [helper.make_node("QuantizeLinear", ["a", "as", "az"], ["aq"]),
+             helper.make_node("QLinearMatMul", ["aq", "as", "az", "b", "bs", "bz", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [9, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+
+
+def test_check_against_the_onnx_model(run, tmp_path):
+    from compiler.sim import quant
+
+    rng = np.random.default_rng(4)
+    b = rng.integers(-127, 128, (32, 16)).astype(np.int8)
+    a_scale, a_zp, b_scale, y_scale, y_zp = 0.05, 3, 0.01, 0.4, -7
+    x = rng.normal(0, 2, (9, 32)).astype(np.float32)  # float input: the simulator quantizes it like ORT
+    aq = quant.requantize(x, a_scale, a_zp, np.int8, divide=True)
+    scales = np.full(16, quant.output_scale(a_scale, b_scale, y_scale))  # per-tensor: one per column
+    program, _ = matmul_program(aq, b, a_zp=a_zp, scales=scales, y_zp=y_zp, a_scale=a_scale, y_scale=y_scale)
+    axb = write_binary(program, tmp_path / "q.axb")
+    np.save(tmp_path / "x.npy", x)
+    _qdq_matmul_onnx(tmp_path / "good.onnx", b, a_scale, a_zp, b_scale, y_scale, y_zp)
+    p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "good.onnx"),
+            "--json")
+    assert p.returncode == 0, p.stderr
+    check = json.loads(p.stdout)["check"]
+    out = check["outputs"][0]
+    assert check["passed"] and out["max_lsb_ort"] == 0 and out["max_lsb_reference"] == 0 and out["elements"] == 144
+    _qdq_matmul_onnx(tmp_path / "bad.onnx", b, a_scale, a_zp, b_scale, y_scale * 1.5, y_zp)  # another model
+    p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "bad.onnx"))
+    assert p.returncode == 1 and "check failed" in p.stderr and "LSB vs onnxruntime" in p.stdout

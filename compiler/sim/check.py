@@ -1,0 +1,96 @@
+"""Compare simulated outputs with the ONNX model they were compiled from (``dse simulate --check``).
+
+The model runs on onnxruntime (CPU) and on ``onnx.reference`` with the same inputs. Inputs and
+outputs are matched by name with the binary's I/O table; where the model's tensor is float and the
+binary's is quantized, the model side is converted with the I/O table's scale and zero point
+(inputs dequantized, outputs quantized back as QuantizeLinear does -- exact for a value that came
+out of DequantizeLinear). Differences are reported in LSBs of the binary's output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from compiler.isa.program import IOTensor, Program
+from compiler.sim import quant
+from costmodel.errors import UserError
+
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
+              "tensor(int32)": np.int32, "tensor(int16)": np.int16}
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    name: str
+    elements: int
+    max_lsb_ort: int
+    mismatches_ort: int
+    max_lsb_reference: int | None  # None: onnx.reference could not run the model
+    reference_note: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _feed(value: np.ndarray, io: IOTensor | None, want: type) -> np.ndarray:
+    value = np.asarray(value)
+    if io is None or value.dtype == want:
+        return value.astype(want)
+    if np.dtype(want).kind == "f" and value.dtype.kind in "iu":
+        return ((value.astype(np.float32) - np.float32(io.zero_point)) * np.float32(io.scale)).astype(np.float32)
+    if np.dtype(want).kind in "iu" and value.dtype.kind == "f":
+        return quant.requantize(value, io.scale, io.zero_point, want, divide=True)
+    return value.astype(want)
+
+
+def _as_binary(ref: np.ndarray, io: IOTensor) -> np.ndarray:
+    ref = np.asarray(ref)
+    if ref.dtype.kind == "f" and io.dtype in ("int8", "uint8"):
+        return quant.requantize(ref, io.scale, io.zero_point, np.dtype(io.dtype), divide=True)
+    return ref
+
+
+def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                  model_path: str | Path) -> list[OutputCheck]:
+    """Per binary output: max |simulated - reference| in LSBs, against onnxruntime and onnx.reference."""
+    import onnx
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        model = onnx.load(str(model_path))
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - any load failure is the user's file
+        raise UserError(f"--check {model_path}: cannot load the ONNX model ({str(exc).splitlines()[0]})") from None
+    io_by_name = {io.name: io for io in program.io}
+    feeds = {}
+    for meta in session.get_inputs():
+        if meta.name not in inputs:
+            raise UserError(f"--check {model_path}: the model's input {meta.name!r} is not an input of the binary "
+                            f"({sorted(inputs)})")
+        feeds[meta.name] = _feed(inputs[meta.name], io_by_name.get(meta.name), _ORT_TYPES.get(meta.type, np.float32))
+    names = [o.name for o in session.get_outputs()]
+    missing = sorted(set(outputs) - set(names))
+    if missing:
+        raise UserError(f"--check {model_path}: binary output(s) {missing} are not outputs of the model ({names})")
+    ort_out = dict(zip(names, session.run(None, feeds), strict=True))
+    try:
+        ref_out = dict(zip(names, ReferenceEvaluator(model).run(None, feeds), strict=True))
+        note = ""
+    except Exception as exc:  # noqa: BLE001 - the reference lacks some ops; report, do not fail
+        ref_out, note = {}, f"onnx.reference failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    checks = []
+    for name, sim in outputs.items():
+        io = io_by_name[name]
+        if tuple(np.shape(ort_out[name])) != tuple(sim.shape):
+            raise UserError(f"--check {model_path}: output {name!r} has shape {list(np.shape(ort_out[name]))} in "
+                            f"the model but {list(sim.shape)} in the binary")
+        sim64 = sim.astype(np.int64) if sim.dtype.kind in "iu" else sim.astype(np.float64)
+        d_ort = np.abs(sim64 - _as_binary(ort_out[name], io).astype(sim64.dtype))
+        d_ref = (np.abs(sim64 - _as_binary(ref_out[name], io).astype(sim64.dtype)) if name in ref_out else None)
+        checks.append(OutputCheck(name, int(sim.size), int(d_ort.max(initial=0)), int((d_ort > 0).sum()),
+                                  None if d_ref is None else int(d_ref.max(initial=0)), note))
+    return checks
