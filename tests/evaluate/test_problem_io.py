@@ -28,10 +28,21 @@ def test_einsum_form_round_trip(tmp_path):
 def test_shipped_examples_load():
     from pathlib import Path
 
-    files = sorted((Path(__file__).parents[2] / "examples" / "layers").glob("*.yaml"))
+    from dse import api
+
+    ex = Path(__file__).parents[2] / "examples"
+    files = sorted((ex / "layers").glob("*.yaml"))
     assert files
     for f in files:
         assert load_problem(f).macs > 0
+    # every example mapping validates against its layer and config (named in the file name)
+    pairs = {"eyeriss_vgg16_conv5": ("eyeriss_timeloop_32nm", "vgg16_conv5"),
+             "tpu_like_resnet50_conv3x3_128": ("tpu_like", "resnet50_conv3x3_128"),
+             "tiny_small_matmul": ("tiny", "small_matmul")}
+    assert {f.stem for f in (ex / "mappings").glob("*.yaml")} == set(pairs)
+    for mapping, (hw, layer) in pairs.items():
+        arch, prob = api.load_hw(hw), load_problem(ex / "layers" / f"{layer}.yaml")
+        api.load_mapping(ex / "mappings" / f"{mapping}.yaml", prob, arch)
 
 
 @pytest.mark.parametrize("text, match", [
