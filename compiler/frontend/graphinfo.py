@@ -41,10 +41,6 @@ class TensorInfo:
     def dtype_name(self) -> str:
         return DTYPE_NAMES.get(self.dtype, "unknown")
 
-    @property
-    def nbytes(self) -> int:
-        return 0 if self.shape is None else (self.numel * self.bits + 7) // 8
-
 
 @dataclass
 class Graph:

@@ -140,10 +140,6 @@ def kind_of(op_type: str, domain: str = "", indices_static: bool = True) -> str 
     return None
 
 
-def supported_ops() -> frozenset[str]:
-    return frozenset(MAC_OPS) | frozenset(QUANT_OPS) | frozenset(VECTOR_OPS) | frozenset(LAYOUT_OPS) | CONSTANT_OPS
-
-
 def markdown_table() -> str:
     """The supported-ops table of docs/frontend.md, generated from the tables above."""
     rows = ["| op | kind | how it is modelled |", "|---|---|---|"]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from compiler.frontend.workload import Workload
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +42,7 @@ def _shapes(shapes: tuple[tuple[int, ...], ...]) -> str:
     return " ".join("x".join(map(str, s)) for s in shapes)
 
 
-def _print_table(workload) -> None:  # type: ignore[no-untyped-def]
+def _print_table(workload: Workload) -> None:
     from rich.console import Console
     from rich.table import Table
 
