@@ -23,9 +23,9 @@ _F32_Y = frozenset({VecOp.REQUANT, VecOp.REQUANT_DIV})
 _REGS = frozenset(int(r) for r in Reg)
 
 
-def _check_rows(state: MachineState, buf: Buffer, rows: np.ndarray, what: str, where: str) -> None:
+def _check_rows(state: MachineState, buf: Buffer, rows: np.ndarray | slice, what: str, where: str) -> None:
     have = state.target.buffer_rows(buf)
-    top = int(rows.max())
+    top = rows.stop - 1 if isinstance(rows, slice) else int(rows.max())
     if top >= have:
         raise SimError(f"{where}: {what} reaches {buf.name} row {top}, but {buf.name} has {have} rows")
 
@@ -36,11 +36,11 @@ def gemm(state: MachineState, insn: Gemm, where: str, compute: bool) -> list:
     a_rows = kernels.walk(insn.a_base, insn.mx, insn.my, insn.l0, insn.l1,
                           insn.a_sx, insn.a_sy, insn.a_s0, insn.a_s1)
     _check_rows(state, Buffer.SPAD, a_rows, "the A walk", where)
-    c_rows = np.arange(insn.c_base, insn.c_base + m, dtype=np.int64)
+    c_rows = slice(insn.c_base, insn.c_base + m)
     _check_rows(state, Buffer.ACC, c_rows, "the output tile", where)
     out = [BufAccess(Buffer.SPAD, a_rows, write=False)]
     if insn.loadw:
-        w_rows = np.arange(insn.w_base, insn.w_base + taps * t.rows, dtype=np.int64)
+        w_rows = slice(insn.w_base, insn.w_base + taps * t.rows)
         _check_rows(state, Buffer.SPAD, w_rows, f"the {taps} weight tile(s)", where)
         out.append(BufAccess(Buffer.SPAD, w_rows, write=False))
     elif state.weights is None and compute:
@@ -109,7 +109,7 @@ def vec(state: MachineState, insn: Vec, where: str, compute: bool) -> list:
         raise SimError(f"{where}: LUT needs src1_mode FIXED and src1_buf CONST (the table's first row)")
     x_rows = kernels.walk(insn.src0, insn.mx, insn.my, insn.l0, insn.l1, insn.sx, insn.sy, insn.s0, insn.s1)
     _check_rows(state, insn.src0_buf, x_rows, "the src0 walk", where)
-    dst_rows = np.arange(insn.dst, insn.dst + m, dtype=np.int64)
+    dst_rows = slice(insn.dst, insn.dst + m)
     _check_rows(state, insn.dst_buf, dst_rows, "the destination", where)
     elem = np.arange(m, dtype=np.int64)
     if insn.src0_buf == insn.dst_buf and _hazard(x_rows, elem[None, :], insn.dst):
@@ -132,7 +132,7 @@ def vec(state: MachineState, insn: Vec, where: str, compute: bool) -> list:
             result = _apply(state, op, x, y, old, where)
         dbuf[dst_rows] = kernels.to_lanes(result, dbuf.dtype, insn.u8)
     elif op == VecOp.LUT:  # timing-only: the table rows read depend on data; assume the whole table
-        out.append(BufAccess(Buffer.CONST, np.arange(insn.src1, t.const_rows, dtype=np.int64), write=False))
+        out.append(BufAccess(Buffer.CONST, slice(insn.src1, t.const_rows), write=False))
     out.append(BufAccess(insn.dst_buf, dst_rows, write=True))
     return out
 

@@ -64,8 +64,7 @@ def load(state: MachineState, insn: Load, where: str, compute: bool) -> list:
         image = np.full((ys, xs, state.target.lanes), pad, dtype=np.int64).astype(lane)
         image[insn.y_pad0 : insn.y_pad0 + insn.y_size, insn.x_pad0 : insn.x_pad0 + insn.x_size] = data.astype(lane)
         state.buffers[insn.buf][insn.sram : insn.sram + xs * ys] = image.reshape(-1, state.target.lanes)
-    rows = np.arange(insn.sram, insn.sram + xs * ys, dtype=np.int64)
-    return [BufAccess(insn.buf, rows, write=True), DramAccess(starts.ravel(), vbytes, write=False)]
+    return [BufAccess(insn.buf, slice(insn.sram, insn.sram + xs * ys), write=True), DramAccess(starts.ravel(), vbytes, write=False)]
 
 
 def store(state: MachineState, insn: Store, where: str, compute: bool) -> list:
@@ -88,5 +87,4 @@ def store(state: MachineState, insn: Store, where: str, compute: bool) -> list:
         view = as_strided(state.dram[insn.dram_addr :], shape=(insn.y_size, insn.x_size, vbytes),
                           strides=(insn.dram_pitch, (1 + insn.x_gap) * vbytes, 1))
         view[...] = src.reshape(insn.y_size, insn.x_size, vbytes)
-    rows = np.arange(insn.sram, insn.sram + count, dtype=np.int64)
-    return [BufAccess(insn.buf, rows, write=False), DramAccess(starts.ravel(), vbytes, write=True)]
+    return [BufAccess(insn.buf, slice(insn.sram, insn.sram + count), write=False), DramAccess(starts.ravel(), vbytes, write=True)]

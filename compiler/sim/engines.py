@@ -85,10 +85,14 @@ def run_queues(
     if early:
         raise SimError(f"program: {describe(early[0])} is a FINISH before the end of the program")
     queues: dict[Engine, list[int]] = {e: [] for e in Engine}
+    pops: list[list] = []
+    pushes: list[list] = []
     for i, insn in enumerate(insns):
         eng = engine_of(insn)
         for e in (Engine if eng is None else (eng,)):
             queues[e].append(i)
+        pops.append([] if eng is None else _pops(insn, eng))
+        pushes.append([] if eng is None else _pushes(insn, eng))
     fifos = {(a, b): _Fifo(a, b) for a, b in ((Engine.LD, Engine.EX), (Engine.EX, Engine.LD),
                                                (Engine.EX, Engine.ST), (Engine.ST, Engine.EX))}
     head = dict.fromkeys(Engine, 0)
@@ -111,9 +115,9 @@ def run_queues(
                 else:
                     continue
             else:
-                if any(not fifos[k].tokens for k in _pops(insn, e)):
+                if any(not fifos[k].tokens for k in pops[i]):
                     continue
-                arrive = max([fifos[k].tokens[0][0] for k in _pops(insn, e)], default=0)
+                arrive = max([fifos[k].tokens[0][0] for k in pops[i]], default=0)
                 cand = (max(free[e], arrive), i, e)
             if best is None or cand[:2] < best[:2]:
                 best = cand
@@ -132,11 +136,11 @@ def run_queues(
             races.barrier()
             start[i] = end[i] = t0
             continue
-        for k in _pops(insn, e):
+        for k in pops[i]:
             _, vc, _ = fifos[k].tokens.popleft()
             races.join(e, vc)
         races.tick(e)
-        for k in _pops(insn, e):
+        for k in pops[i]:
             fifos[k].pops.append((int(races.clock[e, e]), i))
         execute(i, e)
         t1 = t0 + latency(i)
@@ -145,7 +149,7 @@ def run_queues(
         free[e] = t1
         start[i], end[i] = t0, t1
         head[e] += 1
-        for k in _pushes(insn, e):
+        for k in pushes[i]:
             _push(fifos[k], races, e, i, t1, depth, describe)
 
     left = [f"{len(f.tokens)} token(s) pushed to {f.name} were never popped (the last by "

@@ -25,7 +25,7 @@ from compiler.sim.state import SimError
 @dataclass(frozen=True)
 class BufAccess:
     buf: Buffer
-    rows: np.ndarray  # int64 row numbers, any shape, duplicates allowed
+    rows: np.ndarray | slice  # int64 row numbers (any shape, duplicates allowed), or a contiguous range
     write: bool
 
 
@@ -135,13 +135,14 @@ class RaceDetector:
 
     def _check_rows(self, index: int, engine: Engine, vc: np.ndarray, a: BufAccess) -> None:
         rec = self.rows[a.buf]
-        rows = a.rows.ravel()
+        rows = a.rows if isinstance(a.rows, slice) else a.rows.ravel()
+        at = (lambda k: rows.start + int(k)) if isinstance(rows, slice) else (lambda k: int(rows[k]))  # noqa: E731
         weng = rec.w_eng[rows]
         bad = (weng >= 0) & (weng != int(engine))
         if bad.any():
             bad &= rec.w_clk[rows] > vc[np.maximum(weng, 0)]
             if bad.any():
-                r = int(rows[np.argmax(bad)])
+                r = at(np.argmax(bad))
                 verb = "writes" if a.write else "reads"
                 raise self._race(index, engine, "WAW" if a.write else "RAW",
                                  f"{verb} {a.buf.name} row {r}, last written by", int(rec.w_insn[r]))
@@ -151,7 +152,7 @@ class RaceDetector:
                     continue
                 late = rec.r_clk[f, rows] > vc[f]
                 if late.any():
-                    r = int(rows[np.argmax(late)])
+                    r = at(np.argmax(late))
                     raise self._race(index, engine, "WAR", f"overwrites {a.buf.name} row {r}, still being read by",
                                      int(rec.r_insn[f, r]))
 

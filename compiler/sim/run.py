@@ -44,16 +44,16 @@ def simulate(
     t_wall = time.perf_counter()
     if isinstance(binary, Program):
         program = binary
+        encode_program(program.instructions)  # field ranges, enums, token legality (IsaError names the index)
     else:
         from compiler.isa.binary import read_binary
 
-        program = read_binary(binary)
+        program = read_binary(binary)  # decoding checked every field already
     program.validate()
     target = resolve_target(program, arch)
     mode = gemm_timing or target.gemm_timing
     if mode not in GEMM_TIMINGS:
         raise UserError(f"gemm timing {mode!r}: expected one of {', '.join(GEMM_TIMINGS)}")
-    encode_program(program.instructions)  # field ranges, enum values, token legality (IsaError names the index)
     if program.dram_size > target.dram_bytes:
         raise SimError(f"program: memory map of {program.dram_size} bytes exceeds the {target.dram_bytes}-byte "
                        f"DRAM of {target.name}")
