@@ -136,7 +136,7 @@ class RaceDetector:
     def _check_rows(self, index: int, engine: Engine, vc: np.ndarray, a: BufAccess) -> None:
         rec = self.rows[a.buf]
         rows = a.rows if isinstance(a.rows, slice) else a.rows.ravel()
-        at = (lambda k: rows.start + int(k)) if isinstance(rows, slice) else (lambda k: int(rows[k]))  # noqa: E731
+        at = (lambda k: rows.start + int(k)) if isinstance(rows, slice) else (lambda k: int(rows[k]))
         weng = rec.w_eng[rows]
         bad = (weng >= 0) & (weng != int(engine))
         if bad.any():
