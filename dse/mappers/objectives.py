@@ -87,7 +87,7 @@ def dominated(front_energy: np.ndarray, front_latency: np.ndarray, energy: np.nd
               latency: np.ndarray) -> np.ndarray:
     """True where some front point is no worse in both metrics (``front_*`` sorted by energy)."""
     if len(front_energy) == 0:
-        return np.zeros(len(energy), bool)
+        return np.zeros(np.shape(energy), bool)
     best_lat = np.minimum.accumulate(front_latency)
     i = np.searchsorted(front_energy, energy, side="right") - 1
     return (i >= 0) & (best_lat[np.maximum(i, 0)] <= latency)

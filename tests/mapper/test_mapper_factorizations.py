@@ -1,0 +1,56 @@
+"""Ordered factorizations against the closed form, divisors and the prime-move neighbourhood."""
+
+import itertools
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.mapspace.factorizations import (count_ordered_factorizations, divisors, neighbour_table,
+                                         ordered_factorizations)
+
+
+@given(st.integers(1, 400), st.integers(1, 5))
+@settings(max_examples=60, deadline=None)
+def test_count_matches_closed_form_and_brute_force(n, k):
+    table = ordered_factorizations(n, k)
+    # brute force: all k-tuples of divisors with product n
+    brute = [t for t in itertools.product(divisors(n), repeat=k) if math.prod(t) == n]
+    assert len(table) == len(brute) == count_ordered_factorizations(n, k)
+    assert sorted(map(tuple, table.tolist())) == sorted(brute)
+    assert (table.prod(axis=1) == n).all()
+
+
+def test_hand_counts():
+    # 12 = 2^2 * 3 over 3 slots: C(4,2) * C(3,2) = 6 * 3 = 18
+    assert count_ordered_factorizations(12, 3) == 18 == len(ordered_factorizations(12, 3))
+    # 56 = 2^3 * 7 over 4 slots: C(6,3) * C(4,3) = 20 * 4 = 80
+    assert count_ordered_factorizations(56, 4) == 80
+    assert count_ordered_factorizations(1, 6) == 1
+    assert divisors(36) == [1, 2, 3, 4, 6, 9, 12, 18, 36]
+
+
+def test_caps_bound_slots():
+    t = ordered_factorizations(16, 3, caps=(None, 4, 2))
+    assert (t[:, 1] <= 4).all() and (t[:, 2] <= 2).all()
+    # slot 1 in {1,2,4} and slot 2 in {1,2}: every pair leaves a power of two for slot 0: 3 * 2 = 6
+    assert len(t) == 6
+
+
+@given(st.integers(1, 200), st.integers(2, 4))
+@settings(max_examples=25, deadline=None)
+def test_prime_moves_connect_the_table(n, k):
+    table = ordered_factorizations(n, k)
+    nbrs = neighbour_table(table)
+    seen, todo = {0}, [0]
+    while todo:
+        i = todo.pop()
+        for j in nbrs[i].tolist():
+            # a move changes exactly two slots by one prime, keeping the product
+            diff = np.nonzero(table[i] != table[j])[0]
+            assert len(diff) == 2
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    assert len(seen) == len(table)
