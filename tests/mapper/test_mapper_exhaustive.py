@@ -57,7 +57,7 @@ def test_exhaustive_three_levels_and_pareto(problem):
         pytest.approx(best, rel=1e-12)
     front = pareto_mask(e, lat)
     ref = sorted(set(zip(e[front].round(6), lat[front])))
-    got = sorted(set((round(p.energy_pj, 6), p.latency_cycles) for p in res.pareto))
+    got = sorted({(round(p.energy_pj, 6), p.latency_cycles) for p in res.pareto})
     assert got == ref
 
 

@@ -7,8 +7,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.mapspace.factorizations import (count_ordered_factorizations, divisors, neighbour_table,
-                                         ordered_factorizations)
+from dse.mapspace.factorizations import (
+    count_ordered_factorizations,
+    divisors,
+    neighbour_table,
+    ordered_factorizations,
+)
 
 
 @given(st.integers(1, 400), st.integers(1, 5))
