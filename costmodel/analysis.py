@@ -58,11 +58,16 @@ class _Batch:
     def __init__(self, batch, shape: Shape, arch) -> None:
         geo = Geometry.of(batch, shape)
         idx = list(shape.active)
-        # loop ranks are a permutation of all dims per level (CONTRACTS.md); the within-level
-        # products run over all dims (dropped ones have factor 1), comparisons over active ones
-        rank_all = np.ascontiguousarray(batch.order.transpose(1, 2, 0))
-        t_all = np.ascontiguousarray(batch.temporal.transpose(1, 2, 0))
-        rank = rank_all[:, idx]
+        # loop ranks are a permutation of all dims per level (CONTRACTS.md); dropped dims have
+        # factor 1, so the ranks of the active ones keep the order and the products
+        rank_all = batch.order.transpose(1, 2, 0)
+        d_all = rank_all.shape[1]
+        # ranks in range everywhere, and a full permutation check on a sample (a full sort costs
+        # as much as the rest of the setup)
+        if rank_all.size and (rank_all.min() < 0 or rank_all.max() >= d_all or (
+                np.sort(rank_all[:, :, :1024], axis=1) != np.arange(d_all)[None, :, None]).any()):
+            raise ValueError("MappingBatch.order: ranks must be a permutation of 0..D-1 per level")
+        rank = np.ascontiguousarray(rank_all[:, idx])
         t = geo.t
         n_lv, d, b = t.shape
         self.geo, self.t, self.rank, self.xy = geo, t, rank, geo.xy
@@ -71,18 +76,9 @@ class _Batch:
         for m in range(n_lv):
             self.n_above[m + 1] = self.n_above[m] * t[m].prod(axis=0)
             self.sp_above[m + 1] = self.sp_above[m] * geo.xy[m].prod(axis=0)
-        d_all = rank_all.shape[1]
-        if rank_all.size and (rank_all.min() < 0 or rank_all.max() >= d_all):
-            raise ValueError("MappingBatch.order: ranks must be a permutation of 0..D-1 per level")
-        perm = np.full_like(rank_all, -1)
-        np.put_along_axis(perm, rank_all, np.broadcast_to(np.arange(d_all)[None, :, None], rank_all.shape), axis=1)
-        if (perm < 0).any():
-            raise ValueError("MappingBatch.order: ranks must be a permutation of 0..D-1 per level")
-        ts = np.take_along_axis(t_all, perm, axis=1)
-        cum = np.ones_like(ts)
-        for j in range(1, d_all):
-            np.multiply(cum[:, j - 1], ts[:, j - 1], out=cum[:, j])
-        within = np.take_along_axis(cum, rank_all, axis=1)[:, idx]
+        within = np.ones_like(t)  # product of the factors of the loops outer to each, same level
+        for e in range(d):
+            within *= np.where(rank[:, e][:, None, :] < rank, t[:, e][:, None, :], 1)
         self.wts = self.n_above[:n_lv, None, :] * within * (t - 1)  # steps at which a loop advances
         self.pos = np.arange(n_lv)[:, None, None] * d_all + rank  # nest position of each temporal loop
         self.w_t = geo.w[0::3]  # place value of each temporal loop
