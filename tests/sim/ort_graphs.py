@@ -16,7 +16,7 @@ def session(model):
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
-def conv_model(x_dtype, y_dtype, w, bias, x_scale, x_zp, w_scale, y_scale, y_zp, x_shape, stride, pad):
+def conv_model(x_dtype, y_dtype, w, bias, x_scale, x_zp, w_scale, y_scale, y_zp, x_shape, stride, pad, group=1):
     inits = [
         numpy_helper.from_array(np.array(x_scale, np.float32), "xs"),
         numpy_helper.from_array(np.array(x_zp, x_dtype), "xz"),
@@ -29,7 +29,7 @@ def conv_model(x_dtype, y_dtype, w, bias, x_scale, x_zp, w_scale, y_scale, y_zp,
     ]
     node = helper.make_node(
         "QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
-        kernel_shape=list(w.shape[2:]), strides=[stride, stride], pads=[pad] * 4,
+        kernel_shape=list(w.shape[2:]), strides=[stride, stride], pads=[pad] * 4, group=group,
     )
     graph = helper.make_graph(
         [node], "qconv", [helper.make_tensor_value_info("x", _TP[np.dtype(x_dtype)], list(x_shape))],

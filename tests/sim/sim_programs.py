@@ -177,3 +177,41 @@ def pipelined_program(tiles: int) -> Program:
                            y_size=L, dram_addr=8192 + 1024 * j, dram_pitch=64))
     insns.append(Finish())
     return Program(instructions=insns, dram_size=8192 + 1024 * tiles)
+
+
+def depthwise_program(x: np.ndarray, w: np.ndarray, bias: np.ndarray, scales: np.ndarray, *, stride: int,
+                      pad: int, x_zp: int, y_zp: int) -> tuple[Program, dict]:
+    """QLinearConv with group = C (x: 1 x C x H x W int8, C <= L, w: C x 1 x k x k) on the vector unit:
+    VEC RMAC over the conv walk with one CONST weight row per tap, onto the bias in ACC, then REQUANT."""
+    _, c, h, wd = x.shape
+    k = w.shape[2]
+    ho, wo = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    wp = wd + 2 * pad
+    dram = Dram()
+    taps = np.zeros((k * k, L), np.int32)
+    taps[:, :c] = w[:, 0].reshape(c, k * k).T  # tap row t = (r, s), lane = channel
+    b = np.zeros(L, np.int32)
+    b[:c] = bias.astype(np.int64) - x_zp * w.astype(np.int64).sum(axis=(1, 2, 3))
+    sc = np.zeros(L, np.float32)
+    sc[:c] = scales
+    w_addr, b_addr, s_addr = dram.const(taps), dram.const(b), dram.const(sc)
+    x_io = IOTensor("x", "input", "int8", x.shape, "NCHWc16", dram.alloc(h * wd * L))
+    y_io = IOTensor("y", "output", "int8", (1, c, ho, wo), "NCHWc16", dram.alloc(ho * wo * L))
+    out_row = (h + 2 * pad) * wp
+    insns = [
+        SetReg(engine=Engine.LD, reg=Reg.PADVAL, value=x_zp),
+        SetReg(engine=Engine.EX, reg=Reg.OUT_ZP, value=y_zp),
+        Load(buf=Buffer.SPAD, padsel=True, sram=0, y_size=h, x_size=wd, dram_addr=x_io.addr, dram_pitch=wd * L,
+             y_pad0=pad, y_pad1=pad, x_pad0=pad, x_pad1=pad),
+        Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=k * k, dram_addr=w_addr, dram_pitch=4 * L),
+        Load(buf=Buffer.CONST, elem=Elem.B32, sram=k * k + 2, y_size=1, dram_addr=s_addr),
+        Load(buf=Buffer.ACC, elem=Elem.B32, sram=0, y_size=ho * wo, dram_addr=b_addr, dram_pitch=0, push_next=True),
+        Vec(pop_prev=True, op=VecOp.RMAC, src1_mode=Src1Mode.TAP, dst_buf=Buffer.ACC, src0_buf=Buffer.SPAD,
+            src1_buf=Buffer.CONST, dst=0, src0=0, src1=0, mx=wo, my=ho, l0=k, l1=k, sx=stride, sy=stride * wp,
+            s0=1, s1=wp),
+        Vec(op=VecOp.REQUANT, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST,
+            src1_mode=Src1Mode.FIXED, dst=out_row, src0=0, src1=k * k + 2, mx=ho * wo, sx=1, push_next=True),
+        Store(pop_prev=True, buf=Buffer.SPAD, sram=out_row, y_size=ho * wo, dram_addr=y_io.addr, dram_pitch=L),
+        Finish(),
+    ]
+    return dram.program(insns, [x_io, y_io]), {"x": x}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ort_graphs import matmul_model, session
-from sim_programs import L, conv_program, matmul_program
+from ort_graphs import conv_model, matmul_model, session
+from sim_programs import L, conv_program, depthwise_program, matmul_program
 
 from compiler.isa.binary import read_binary, write_binary
 from compiler.isa.text import assemble, disassemble
@@ -106,3 +107,20 @@ def test_timing_only_mode_gives_the_same_cycles_without_outputs():
     fast = simulate(program, {}, functional=False)
     assert fast.outputs == {} and fast.cycles == full.cycles and fast.busy == full.busy
     assert simulate(program, inputs, timing=False).cycles is None
+
+
+@pytest.mark.parametrize(("k", "stride", "pad", "seed"), [(3, 1, 1, 0), (3, 2, 1, 1), (5, 1, 2, 2), (3, 2, 0, 3)])
+def test_depthwise_conv_on_the_vector_unit_equals_onnxruntime(k, stride, pad, seed):
+    rng = np.random.default_rng(seed)
+    c, h = 13, 11
+    x = rng.integers(-128, 128, (1, c, h, h)).astype(np.int8)
+    w = rng.integers(-127, 128, (c, 1, k, k)).astype(np.int8)
+    bias = rng.integers(-2000, 2000, c).astype(np.int32)
+    x_zp, y_zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+    x_scale, w_scale, y_scale = 0.03, rng.uniform(0.002, 0.02, c), 0.25
+    model = conv_model(np.int8, np.int8, w, bias, x_scale, x_zp, w_scale, y_scale, y_zp, x.shape, stride, pad,
+                       group=c)
+    want = session(model).run(None, {"x": x})[0]
+    program, inputs = depthwise_program(x, w, bias, quant.output_scale(x_scale, w_scale, y_scale), stride=stride,
+                                        pad=pad, x_zp=x_zp, y_zp=y_zp)
+    np.testing.assert_array_equal(simulate(program, inputs).outputs["y"], want)
