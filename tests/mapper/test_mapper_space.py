@@ -103,7 +103,7 @@ def test_config_constraints_are_honoured():
     arch = load_architecture("nvdla_small_like")  # spatial_x: [K], spatial_y: [C], keep W at mac_weight
     p = conv2d(16, 16, 8, 8, kernel=3)
     ms = Mapspace(p, arch)
-    t, sx, sy = ms.decode(ms.tiling_rows(0, min(ms.num_tilings, 3000)))
+    _, sx, _ = ms.decode(ms.tiling_rows(0, min(ms.num_tilings, 3000)))
     d = {n: i for i, n in enumerate(p.dim_names)}
     other = [i for n, i in d.items() if n != "K"]
     assert (sx[:, :, other] == 1).all()
