@@ -118,46 +118,74 @@ def matmul_program(a: np.ndarray, b: np.ndarray, *, a_zp: int = 0, scales: np.nd
     return dram.program(insns, [a_io, y_io], debug), {"a": a}
 
 
-def conv_program(x: np.ndarray, w: np.ndarray, *, stride: int, pad: int, x_zp: int = 0,
-                 barrier: bool = False) -> tuple[Program, dict]:
-    """int32 accumulators of a k x k conv (x: 1 x Cin x H x W int8, Cin and Cout <= L) with the
-    input zero point as padding value and -x_zp * sum(w) folded into the bias."""
+def conv_program(x: np.ndarray, w: np.ndarray, *, stride: int, pad: int, x_zp: int = 0, barrier: bool = False,
+                 bias: np.ndarray | None = None, scales: np.ndarray | None = None,
+                 y_zp: int = 0) -> tuple[Program, dict]:
+    """A k x k conv (x: 1 x Cin x H x W int8, w: Cout x Cin x k x k) as GEMMs over channel blocks of L.
+
+    Padding uses the input zero point; ``bias - x_zp * sum(w)`` is preloaded into ACC. Without
+    ``scales`` the int32 accumulators are the output; with per-channel fp32 ``scales`` they are
+    requantized to int8 with ``y_zp`` (QLinearConv). With one block each and no scales the program is
+    0 setreg, 1 load x, 2 load w, 3 load bias, 4 gemm, 5 store, 6 finish (the protocol tests edit it).
+    """
     _, cin, h, wd = x.shape
     cout, _, kh, kw = w.shape
+    cb, kb, taps = -(-cin // L), -(-cout // L), kh * kw
     ho, wo = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
-    wp = wd + 2 * pad
+    hp, wp, m = h + 2 * pad, wd + 2 * pad, ho * wo
     dram = Dram()
-    tiles = np.zeros((kh * kw, L, L), np.int8)  # tile t = (r, s): row = input channel, lane = output channel
-    tiles[:, :cin, :cout] = w.transpose(2, 3, 1, 0).reshape(kh * kw, cin, cout)
+    wpad = np.zeros((kb * L, cb * L, kh, kw), np.int64)
+    wpad[:cout, :cin] = w
+    # tile (i, j, t = (r, s)): row = input channel of block i, lane = output channel of block j
+    tiles = wpad.reshape(kb, L, cb, L, taps).transpose(2, 0, 4, 3, 1).astype(np.int8)
     w_addr = dram.const(tiles)
-    bias = np.zeros(L, np.int32)
-    bias[:cout] = -x_zp * w.astype(np.int64).sum(axis=(1, 2, 3))
-    bias_addr = dram.const(bias)
-    x_io = IOTensor("x", "input", "int8", x.shape, "NCHWc16", dram.alloc(h * wd * L))
-    y_io = IOTensor("y", "output", "int32", (1, cout, ho, wo), "NCHWc16", dram.alloc(ho * wo * L * 4))
-    w_base = (h + 2 * pad) * wp
-    insns = [
-        SetReg(engine=Engine.LD, reg=Reg.PADVAL, value=x_zp),
-        Load(buf=Buffer.SPAD, padsel=True, sram=0, y_size=h, x_size=wd, dram_addr=x_io.addr, dram_pitch=wd * L,
-             y_pad0=pad, y_pad1=pad, x_pad0=pad, x_pad1=pad),
-        Load(buf=Buffer.SPAD, sram=w_base, y_size=kh * kw * L, dram_addr=w_addr, dram_pitch=L),
-        Load(buf=Buffer.ACC, elem=Elem.B32, sram=0, y_size=ho * wo, dram_addr=bias_addr, dram_pitch=0,
-             push_next=not barrier),
-    ]
+    b = np.zeros(kb * L, np.int64)
+    b[:cout] = (0 if bias is None else bias.astype(np.int64)) - x_zp * w.astype(np.int64).sum(axis=(1, 2, 3))
+    b_addr = dram.const(b.astype(np.int32))
+    quantized = scales is not None
+    if quantized:
+        sc = np.zeros(kb * L, np.float32)
+        sc[:cout] = scales
+        s_addr = dram.const(sc)
+    x_io = IOTensor("x", "input", "int8", x.shape, "NCHWc16", dram.alloc(cb * h * wd * L))
+    out_bytes = 1 if quantized else 4
+    y_io = IOTensor("y", "output", "int8" if quantized else "int32", (1, cout, ho, wo), "NCHWc16",
+                    dram.alloc(kb * m * L * out_bytes), zero_point=y_zp if quantized else 0)
+    w_base = cb * hp * wp
+    q_base = w_base + cb * kb * taps * L
+    insns: list = [SetReg(engine=Engine.LD, reg=Reg.PADVAL, value=x_zp)]
+    for i in range(cb):
+        insns.append(Load(buf=Buffer.SPAD, padsel=True, sram=i * hp * wp, y_size=h, x_size=wd,
+                          dram_addr=x_io.addr + i * h * wd * L, dram_pitch=wd * L,
+                          y_pad0=pad, y_pad1=pad, x_pad0=pad, x_pad1=pad))
+    insns.append(Load(buf=Buffer.SPAD, sram=w_base, y_size=cb * kb * taps * L, dram_addr=w_addr, dram_pitch=L))
+    if quantized:
+        insns.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=kb, dram_addr=s_addr, dram_pitch=4 * L))
+    for j in range(kb):
+        insns.append(Load(buf=Buffer.ACC, elem=Elem.B32, sram=j * m, y_size=m, dram_addr=b_addr + 4 * j * L,
+                          dram_pitch=0, push_next=not barrier and j == kb - 1))
     if barrier:
         insns.append(Barrier())
-    insns += [
-        Gemm(pop_prev=not barrier, push_next=not barrier, loadw=True, acc=True, w_base=w_base, c_base=0,
-             mx=wo, my=ho, l0=kw, l1=kh, a_sx=stride, a_sy=stride * wp, a_s0=1, a_s1=wp),
-    ]
+    if quantized:
+        insns.append(SetReg(engine=Engine.EX, reg=Reg.OUT_ZP, value=y_zp))
+    for j in range(kb):
+        for i in range(cb):
+            insns.append(Gemm(pop_prev=not barrier and i == j == 0, loadw=True, acc=True,
+                              push_next=not barrier and not quantized and i == cb - 1,
+                              a_base=i * hp * wp, w_base=w_base + (i * kb + j) * taps * L, c_base=j * m,
+                              mx=wo, my=ho, l0=kw, l1=kh, a_sx=stride, a_sy=stride * wp, a_s0=1, a_s1=wp))
+        if quantized:
+            insns.append(Vec(op=VecOp.REQUANT, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST,
+                             src1_mode=Src1Mode.FIXED, dst=q_base + j * m, src0=j * m, src1=j, mx=m, sx=1,
+                             push_next=not barrier))
     if barrier:
         insns.append(Barrier())
-    insns += [
-        Store(pop_prev=not barrier, buf=Buffer.ACC, elem=Elem.B32, sram=0, y_size=ho, x_size=wo,
-              dram_addr=y_io.addr, dram_pitch=wo * L * 4),
-        Finish(),
-    ]
-    nodes = {1: "x_load", 2: "w_load", 3: "bias_load"}
+    for j in range(kb):
+        src = (Buffer.SPAD, Elem.B8, q_base + j * m) if quantized else (Buffer.ACC, Elem.B32, j * m)
+        insns.append(Store(pop_prev=not barrier, buf=src[0], elem=src[1], sram=src[2], y_size=ho, x_size=wo,
+                           dram_addr=y_io.addr + j * m * L * out_bytes, dram_pitch=wo * L * out_bytes))
+    insns.append(Finish())
+    nodes = {1: "x_load", 2: "w_load", 3: "bias_load"} if cb == kb == 1 and not quantized else {}
     debug = {i: DebugEntry(nodes.get(i, "conv"), "") for i in range(len(insns))}
     return dram.program(insns, [x_io, y_io], debug), {"x": x}
 
