@@ -73,7 +73,7 @@ def gemm(
 
 
 def lanes(buf: np.ndarray, unsigned: bool) -> np.ndarray:
-    """A buffer's rows as exact int64 values (8-bit lanes signed, or unsigned when asked)."""
+    """A buffer viewed with its lane type: 8-bit lanes as int8, or uint8 when asked; 32-bit as int32."""
     if buf.dtype.itemsize == 1 and unsigned:
         return buf.view(np.uint8)
     return buf
