@@ -196,12 +196,9 @@ class _Link:
         if mf is not None and self.mt:
             u_mt = u_mt.copy()
             over: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-            touched = np.zeros(len(groups), bool)
-            for k, ax in enumerate(self.mt):
-                rows = np.nonzero((mf[[e for _, e in ax.terms]] > 1).any(axis=0))[0]
-                if rows.size:
-                    touched[rows] = True
-            rows = np.nonzero(touched)[0]
+            # rows whose merged children split a window dimension: exact tables per digit pattern
+            window_dims = sorted({e for ax in self.mt for _, e in ax.terms})
+            rows = np.nonzero((mf[window_dims] > 1).any(axis=0))[0]
             if rows.size:
                 for k, ax in enumerate(self.mt):
                     usz, srows, inv = merged_stats(tuple(cf for cf, _ in ax.terms), ax.extent,

@@ -151,10 +151,6 @@ class WindowTable:
             idx = idx * rad + lk[extents[d]]
         return idx
 
-    def stab(self, row: np.ndarray, shift: np.ndarray) -> np.ndarray:
-        e = self.span
-        return self.overlap[row, np.clip(shift, -e, e) + e]
-
 
 @functools.cache
 def window_table(axis: Axis, sizes: tuple[int, ...]) -> WindowTable:
@@ -251,7 +247,7 @@ def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def tile_words(problem: Problem, batch, geo: Geometry | None = None) -> np.ndarray:
     """[B, L, T] words of each tensor's tile at each level (per instance), kept or not; level 0
-    holds the whole tensor."""
+    holds the whole tensor. Reads only ``batch.temporal``, ``.spatial_x`` and ``.spatial_y``."""
     shape = shape_of(problem)
     geo = geo or Geometry.of(batch, shape)
     n_lv, _, b = geo.t.shape
