@@ -79,6 +79,11 @@ class BatchEvaluation:
         return Evaluation(self, i, area)
 
 
+def _scalar(name: str) -> property:
+    """A metric of one row of the batch, as a Python number."""
+    return property(lambda self: getattr(self.batch, name)[self.index].item(), doc=f"``{name}`` of this mapping.")
+
+
 @dataclass
 class Evaluation:
     """One mapping's metrics: a view on row ``index`` of a BatchEvaluation plus the config's area."""
@@ -87,13 +92,13 @@ class Evaluation:
     index: int
     area: dict[str, float]
 
-    def __getattr__(self, name: str) -> Any:  # scalar metrics: energy_pj, latency_cycles, ...
-        if name in ("batch", "index", "area"):
-            raise AttributeError(name)
-        value = getattr(self.batch, name)
-        if isinstance(value, np.ndarray) and value.ndim == 1:
-            return value[self.index].item()
-        raise AttributeError(name)
+    energy_pj = _scalar("energy_pj")
+    latency_cycles = _scalar("latency_cycles")
+    latency_s = _scalar("latency_s")
+    power_mw = _scalar("power_mw")
+    edp = _scalar("edp")
+    utilization = _scalar("utilization")
+    macs = _scalar("macs")
 
     @property
     def area_mm2(self) -> float:
