@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sim_programs import matmul_program
 
 from compiler.isa.binary import write_binary
+
+from .sim_programs import matmul_program
 
 DSE = [str(Path(sys.executable).with_name("dse"))]
 

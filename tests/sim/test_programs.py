@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ort_graphs import conv_model, matmul_model, session
-from sim_programs import L, conv_program, depthwise_program, matmul_program
 
 from compiler.isa.binary import read_binary, write_binary
 from compiler.isa.text import assemble, disassemble
 from compiler.sim import quant, simulate
+
+from .ort_graphs import conv_model, matmul_model, session
+from .sim_programs import L, conv_program, depthwise_program, matmul_program
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

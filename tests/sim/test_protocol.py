@@ -6,13 +6,14 @@ import dataclasses
 
 import numpy as np
 import pytest
-from sim_programs import L, conv_program, pipelined_program
 
 from compiler.isa import Buffer, Elem, Engine, Finish, Gemm, Load, Nop, Store, Vec, VecOp
 from compiler.isa.program import DebugEntry, Program
 from compiler.sim import SimError, simulate
 from compiler.target import Target
 from costmodel.errors import UserError
+
+from .sim_programs import L, conv_program, pipelined_program
 
 RNG = np.random.default_rng(0)
 X = RNG.integers(-128, 128, (1, 4, 6, 6)).astype(np.int8)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx.reference import ReferenceEvaluator
-from ort_graphs import conv_model, matmul_model, session
 
 from compiler.sim import quant
+
+from .ort_graphs import conv_model, matmul_model, session
 
 
 def _conv_acc(x, x_zp, w, bias, stride, pad):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim_programs import L, conv_program, matmul_program
 
 from compiler.isa import Buffer, Elem, Finish, Gemm, Load, Store
 from compiler.isa.program import Program
 from compiler.sim import simulate
 from compiler.target import Target
+
+from .sim_programs import L, conv_program, matmul_program
 
 
 def scalesim_ws_cycles(m: int, k: int, n: int, r: int, c: int) -> int:
