@@ -56,11 +56,16 @@ def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapp
     return _load(path, problem, arch)
 
 
-def evaluate(problem: Problem, arch: Architecture, mapping: Mapping) -> Evaluation:
-    """Energy, latency, area and access counts of one mapping of one layer."""
+def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap: bool = True,
+             systolic_mode: str | None = None) -> Evaluation:
+    """Energy, latency, area and access counts of one mapping of one layer.
+
+    ``overlap=False`` serializes transfers with compute; ``systolic_mode`` ("scalesim" or
+    "overlapped") picks the fill/drain model on systolic configs.
+    """
     from costmodel.evaluate import evaluate as _evaluate
 
-    return _evaluate(problem, arch, mapping)
+    return _evaluate(problem, arch, mapping, overlap=overlap, systolic_mode=systolic_mode)  # type: ignore[arg-type]
 
 
 def simulate(binary: str | Path, inputs: dict[str, np.ndarray], timing: bool = True) -> Any:

@@ -89,9 +89,7 @@ def register(app: typer.Typer) -> None:
         arch = api.load_hw(hw)
         problem = api.load_layer(layer)
         m = api.load_mapping(mapping, problem, arch)
-        from costmodel.evaluate import evaluate as _evaluate
-
-        result = _evaluate(problem, arch, m, overlap=not no_overlap).to_dict()
+        result = api.evaluate(problem, arch, m, overlap=not no_overlap).to_dict()
         if as_json:
             doc = {"hw": arch.name, "layer": problem.describe(), "overlap": not no_overlap, **result,
                    "mapping": m.to_dict(arch)}
