@@ -12,13 +12,14 @@ from fractions import Fraction
 from math import floor
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.isa import Buffer, Engine, Gemm, GemmType, Reg, Src1Mode, Vec, VecOp
 from compiler.isa.spec import REDUCE_OPS
 from compiler.sim import compute, kernels
-from compiler.sim.state import MachineState
+from compiler.sim.state import MachineState, SimError
 from compiler.target import Target
 
 T = Target(spad_bytes=256 * 16, acc_bytes=64 * 64, const_bytes=64 * 64)  # 256 SPAD, 64 ACC, 64 CONST rows
@@ -262,3 +263,15 @@ def test_exact_matmul_beyond_float32_integers():
     np.testing.assert_array_equal(kernels.exact_matmul(a, w), a @ w)
     big = np.full((2, 2), 2**20)  # one product is already above 2**24: the int64 path
     np.testing.assert_array_equal(kernels.exact_matmul(big, big), big @ big)
+
+
+def test_vec_rejects_reading_rows_an_earlier_element_overwrote():
+    s = MachineState.create(T, 0)
+    # dst = src0 + 1: element 1 would read row 1, which element 0 has just written
+    shifted = Vec(op=VecOp.MOV, dst=1, src0=0, mx=4, sx=1)
+    with pytest.raises(SimError, match="earlier elements already overwrote"):
+        compute.vec(s, shifted, "t", True)
+    # dst = src0 - 1 is fine: every row is read before the element that overwrites it (a shift down)
+    s.buffers[Buffer.SPAD][0:6, 0] = [9, 1, 2, 3, 4, 5]
+    compute.vec(s, Vec(op=VecOp.MOV, dst=0, src0=1, mx=5, sx=1), "t", True)
+    assert s.buffers[Buffer.SPAD][0:6, 0].tolist() == [1, 2, 3, 4, 5, 5]
