@@ -183,6 +183,8 @@ class Mapping:
             for i, (e, n) in enumerate(zip(entries, names)):
                 if n not in level_names:
                     raise UserError(f"{where}: levels[{i}].level: expected one of {level_names}, got {n!r}")
+                if n in names[:i]:
+                    raise UserError(f"{where}: levels[{i}].level: {n!r} is listed twice")
                 slots[level_names.index(n)] = e
             entries = slots
         levels = []

@@ -94,6 +94,7 @@ def test_named_levels_may_be_partial_and_unordered(tmp_path):
     ("foo: 1", "expected a mapping with a 'levels' list"),
     ("levels:\n  - level: nowhere\n", "levels[0].level: expected one of ['DRAM', 'buffer', 'rf'], got 'nowhere'"),
     ("levels:\n  - temporal: {K: -1}\n", "levels[0].temporal.K: expected a positive integer factor, got -1"),
+    ("levels:\n  - level: rf\n  - level: rf\n", "levels[1].level: 'rf' is listed twice"),
     ("levels:\n  - temporal: {K: 4}\n    spatial: {K: 2}\n", "levels[0]: unknown fields ['spatial']"),
 ])
 def test_load_mapping_errors_name_the_file(tmp_path, text, message):
