@@ -8,7 +8,7 @@ import zlib
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from isa_strategies import programs
+from tests.isa.isa_strategies import programs
 
 from compiler.isa import Finish, Gemm, Load, Store
 from compiler.isa.binary import HEADER, MAGIC, SECTION, from_bytes, read_binary, to_bytes, write_binary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from isa_strategies import instructions
+from tests.isa.isa_strategies import instructions
 
 from compiler.isa import (
     Buffer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from isa_strategies import instructions, programs
+from tests.isa.isa_strategies import instructions, programs
 
 from compiler.isa import Buffer, Engine, Finish, Gemm, Reg, SetReg, Src1Mode, Vec, VecOp, encode
 from compiler.isa.binary import from_bytes, to_bytes

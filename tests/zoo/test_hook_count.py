@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hook_count import count, totals
+from tests.zoo.hook_count import count, totals
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn

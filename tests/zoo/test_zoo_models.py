@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from hook_count import count
+from tests.zoo.hook_count import count
 
 from compiler.frontend import import_onnx
 from dse import workloads
