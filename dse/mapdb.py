@@ -1,0 +1,141 @@
+"""The mapping database: best mappings found, persisted in SQLite so a repeated query is instant.
+
+A row is keyed by everything that decides the answer: the layer's shape (canonical JSON of
+``Problem.to_dict()`` without the constructor ``params``, which are not part of identity), the
+config fingerprint, the objective, the mapper and its options (seed included), and
+:func:`model_version` -- a hash of the cost model's and the search's source and data files, so a
+changed model never serves a stale mapping. Stored: the mapping (JSON), its metrics and the
+search's record (mappings evaluated, seconds).
+
+Several processes may read and write at once: WAL journal mode, a 30 s busy timeout, and one
+``INSERT OR REPLACE`` per result (a row is complete or absent). Location: ``db=`` / ``--db PATH``,
+else ``$ACCEL_DSE_CACHE/mappings.sqlite``, else ``~/.cache/accel-dse/mappings.sqlite``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from costmodel.problem import Problem
+
+SCHEMA_VERSION = 1
+_MODEL_PACKAGES = ("costmodel", "dse/mappers", "dse/mapspace")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS mappings (
+    key TEXT PRIMARY KEY,
+    layer_signature TEXT NOT NULL,
+    config_fingerprint TEXT NOT NULL,
+    objective TEXT NOT NULL,
+    mapper TEXT NOT NULL,
+    model_version TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    mapping TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    mappings_evaluated INTEGER NOT NULL,
+    search_seconds REAL NOT NULL,
+    created REAL NOT NULL
+)"""
+
+
+def canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def layer_signature(problem: Problem) -> str:
+    """16 hex chars identifying a layer's shape: equal Problems give equal signatures."""
+    d = problem.to_dict()
+    d.pop("params", None)
+    return hashlib.sha256(canonical(d).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def model_version() -> str:
+    """Hash of the source and data files of the cost model and the mappers (changes on any edit)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256(f"schema {SCHEMA_VERSION}".encode())
+    for pkg in _MODEL_PACKAGES:
+        for f in sorted((root / pkg).rglob("*")):
+            if f.is_file() and f.suffix in (".py", ".csv", ".yaml", ".json") and "__pycache__" not in f.parts:
+                h.update(str(f.relative_to(root)).encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def default_path() -> Path:
+    base = os.environ.get("ACCEL_DSE_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "accel-dse") / "mappings.sqlite"
+
+
+@dataclass(frozen=True)
+class SearchKey:
+    """What decides a search's answer (see the module docstring)."""
+
+    layer_signature: str
+    config_fingerprint: str
+    objective: str  # canonical JSON of Objective.to_dict()
+    mapper: str  # canonical JSON of {name, seed, options}
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(canonical([self.layer_signature, self.config_fingerprint, self.objective,
+                                         self.mapper, model_version()]).encode()).hexdigest()
+
+
+@dataclass
+class Stored:
+    mapping: dict[str, Any]
+    metrics: dict[str, float]
+    mappings_evaluated: int
+    search_seconds: float
+
+
+class MappingDB:
+    """A SQLite file of best mappings (safe for concurrent processes)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        from costmodel.errors import UserError
+
+        self.path = Path(path) if path is not None else default_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute("PRAGMA busy_timeout=30000")
+            self._con.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise UserError(f"{self.path}: cannot open the mapping database ({exc})") from None
+
+    def get(self, key: SearchKey) -> Stored | None:
+        row = self._con.execute("SELECT mapping, metrics, mappings_evaluated, search_seconds FROM mappings "
+                                "WHERE key = ?", (key.digest,)).fetchone()
+        if row is None:
+            return None
+        return Stored(json.loads(row[0]), json.loads(row[1]), int(row[2]), float(row[3]))
+
+    def put(self, key: SearchKey, problem: Problem, stored: Stored) -> None:
+        self._con.execute(
+            "INSERT OR REPLACE INTO mappings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key.digest, key.layer_signature, key.config_fingerprint, key.objective, key.mapper, model_version(),
+             canonical(problem.to_dict()), canonical(stored.mapping), canonical(stored.metrics),
+             stored.mappings_evaluated, stored.search_seconds, time.time()))
+
+    def __len__(self) -> int:
+        return int(self._con.execute("SELECT COUNT(*) FROM mappings").fetchone()[0])
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> MappingDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,201 @@
+"""``map_model``: the best mapping of every layer of a network, and ``best_mapping`` for one layer.
+
+Layers of equal shape (equal ``Problem``, hence equal :func:`dse.mapdb.layer_signature`) share one
+search; searches already in the mapping database are answered from it; the rest run in parallel
+(:mod:`dse.network.solve`) and are stored. Every answer is then evaluated once more with
+:func:`costmodel.evaluate.evaluate` (milliseconds), so the per-layer breakdowns are always those
+of the current cost model. Non-MAC layers are costed by :mod:`costmodel.vector`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from costmodel.errors import UserError
+from dse.mapdb import MappingDB, SearchKey, Stored, canonical, layer_signature
+from dse.network.result import LayerResult, NetworkResult
+from dse.network.solve import Search, solve
+
+if TYPE_CHECKING:
+    from compiler.frontend.workload import Layer, Workload
+    from costmodel.arch import Architecture
+    from costmodel.problem import Problem
+
+DbSpec = MappingDB | str | Path | bool | None
+"""``True``: the default database file; ``False``/``None``: none; a path or an open MappingDB."""
+
+
+def open_db(db: DbSpec) -> MappingDB | None:
+    if db is None or db is False:
+        return None
+    if isinstance(db, MappingDB):
+        return db
+    return MappingDB(None if db is True else db)
+
+
+def _options_key(mapper: str, seed: int, options: dict[str, Any]) -> str:
+    opts = dict(options)
+    c = opts.get("constraints")
+    if isinstance(c, (str, Path)):  # a constraints file: key on its content, not its name
+        try:
+            opts["constraints"] = hashlib.sha256(Path(c).read_bytes()).hexdigest()
+        except OSError:
+            raise UserError(f"{c}: cannot read the constraints file") from None
+    return canonical({"mapper": mapper, "seed": seed, "options": opts})
+
+
+def search_for(problem: Problem, arch: Architecture, objective: Any, mapper: str, seed: int,
+               options: dict[str, Any], layers: tuple[str, ...] = ()) -> Search:
+    from dse.mappers import MAPPERS, Objective
+
+    if mapper not in MAPPERS:
+        raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
+    obj = Objective.parse(objective)
+    key = SearchKey(layer_signature(problem), arch.fingerprint(), canonical(obj.to_dict()),
+                    _options_key(mapper, seed, options))
+    return Search(key, problem, obj, mapper, seed, dict(options), layers)
+
+
+def _mac_result(layer_name: str, op_type: str, problem: Problem, arch: Architecture, stored: Stored,
+                post_ops: int = 0) -> LayerResult:
+    from costmodel.evaluate import evaluate
+    from costmodel.mapping import Mapping
+    from costmodel.vector import post_ops_pj
+
+    m = Mapping.from_dict(stored.mapping, where=f"mapping database entry for {layer_name}")
+    m.validate(problem, arch, where=f"mapping database entry for {layer_name}")
+    ev = evaluate(problem, arch, m)
+    metrics = ev.to_dict()
+    if post_ops:
+        extra = post_ops_pj(arch, post_ops)
+        metrics["energy_breakdown_pj"]["vector_unit"] = extra
+        metrics["energy_pj"] += extra
+        metrics["edp"] = metrics["energy_pj"] * metrics["latency_s"]
+        metrics["power_mw"] = metrics["energy_pj"] * 1e-9 / metrics["latency_s"]
+    metrics["post_ops_vector_ops"] = int(post_ops)
+    return LayerResult(layer_name, "mac", op_type, metrics, problem, m)
+
+
+def _zero(area_mm2: float) -> dict[str, Any]:
+    return {"energy_pj": 0.0, "latency_cycles": 0, "latency_s": 0.0, "area_mm2": area_mm2, "power_mw": 0.0,
+            "macs": 0, "utilization": 0.0, "edp": 0.0, "accesses": {}, "energy_breakdown_pj": {}}
+
+
+def _select(workload: Workload, layer: str | None) -> list[Layer]:
+    layers = workload.layers()
+    if layer is None:
+        return layers
+    hit = [x for x in layers if x.name == layer]
+    if not hit:
+        names = [x.name for x in layers]
+        shown = ", ".join(names[:8]) + (f", ... ({len(names)} layers)" if len(names) > 8 else "")
+        raise UserError(f"--layer {layer!r}: no such layer in {workload.name} (layers: {shown})")
+    return hit
+
+
+def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, *, objective: Any = "edp",
+              mapper: str = "fast", seed: int = 0, workers: int | None = None, db: DbSpec = True,
+              progress: bool = True, layer: str | None = None, **options: Any) -> NetworkResult:
+    """Map every layer (or only ``layer``) of ``workload`` on ``arch``; ``options`` go to the mapper."""
+    from costmodel.area import area_breakdown
+    from costmodel.vector import layer_cost
+    from dse import api
+    from dse.mappers import Objective
+
+    wl = workload if not isinstance(workload, (str, Path)) else api.load_workload(workload)
+    hw = arch if not isinstance(arch, (str, Path)) else api.load_hw(arch)
+    obj = Objective.parse(objective)
+    selected = _select(wl, layer)
+    area = dict(area_breakdown(hw))
+
+    searches: dict[str, Search] = {}
+    first: dict[str, str] = {}
+    layer_digest: dict[str, str] = {}
+    for x in selected:
+        if x.kind == "mac" and x.problem is not None:
+            s = search_for(x.problem, hw, obj, mapper, seed, options)
+            d = s.key.digest
+            layer_digest[x.name] = d
+            if d not in searches:
+                searches[d] = s
+                first[d] = x.name
+    for d, s in list(searches.items()):
+        names = tuple(n for n, dd in layer_digest.items() if dd == d)
+        searches[d] = Search(s.key, s.problem, s.objective, s.mapper, s.seed, s.options, names)
+
+    store = open_db(db)
+    try:
+        answers: dict[str, Stored] = {}
+        if store is not None:
+            for d, s in searches.items():
+                hit = store.get(s.key)
+                if hit is not None:
+                    answers[d] = hit
+        from_db = set(answers)
+        todo = [s for d, s in searches.items() if d not in answers]
+        t0 = time.perf_counter()
+        put = (lambda s, st: store.put(s.key, s.problem, st)) if store is not None else None
+        answers.update(solve(todo, hw, workers=workers, progress=progress, on_done=put))
+        search_seconds = time.perf_counter() - t0 if todo else 0.0
+    finally:
+        if store is not None and not isinstance(db, MappingDB):
+            store.close()
+
+    results: list[LayerResult] = []
+    warnings: list[str] = []
+    done: dict[str, LayerResult] = {}
+    for x in selected:
+        if x.name in layer_digest:
+            d = layer_digest[x.name]
+            r = _mac_result(x.name, x.op_type, x.problem, hw, answers[d], x.vector_ops)
+            r.from_db = d in from_db
+            if d in done:
+                r.same_as = done[d].name
+            else:
+                if not r.from_db:
+                    r.mappings_evaluated = answers[d].mappings_evaluated
+                    r.search_seconds = answers[d].search_seconds
+                done[d] = r
+            results.append(r)
+            continue
+        cost = layer_cost(hw, x, area_mm2=area["total"]) if x.kind != "mac" else None
+        note = ""
+        if cost is None:
+            note = "not costed (runs on the host)" if x.kind == "host" else "free (a view)"
+            if x.kind == "host":
+                warnings.append(f"layer {x.name} ({x.op_type}) runs on the host: not costed")
+            if x.kind == "mac":
+                note = "MAC layer without a problem: not costed"
+                warnings.append(f"layer {x.name}: {note}")
+            cost = _zero(area["total"])
+        results.append(LayerResult(x.name, x.kind, x.op_type, cost, note=note))
+    return NetworkResult(wl.name, hw, obj.to_dict(), mapper, seed, results, search_seconds,
+                         len(todo), len(from_db), area["total"], warnings)
+
+
+def best_mapping(problem: Problem, arch: Architecture | str | Path, *, objective: Any = "edp",
+                 mapper: str = "fast", seed: int = 0, db: DbSpec = True, **options: Any) -> LayerResult:
+    """The best mapping of one layer, from the database when it was searched before."""
+    from dse import api
+
+    hw = arch if not isinstance(arch, (str, Path)) else api.load_hw(arch)
+    s = search_for(problem, hw, objective, mapper, seed, options, (problem.describe(),))
+    store = open_db(db)
+    try:
+        stored = store.get(s.key) if store is not None else None
+        from_db = stored is not None
+        if stored is None:
+            stored = solve([s], hw, workers=1, progress=False)[s.key.digest]
+            if store is not None:
+                store.put(s.key, problem, stored)
+    finally:
+        if store is not None and not isinstance(db, MappingDB):
+            store.close()
+    r = _mac_result(problem.describe(), problem.kind, problem, hw, stored)
+    r.from_db = from_db
+    if not from_db:
+        r.mappings_evaluated, r.search_seconds = stored.mappings_evaluated, stored.search_seconds
+    return r

@@ -1,0 +1,142 @@
+"""Running the distinct layer searches: in this process, or in worker processes, with a progress bar.
+
+Workers are started by ``forkserver`` (``spawn`` where that does not exist), never ``fork``: the
+parent may hold torch/onnxruntime thread pools (a zoo export), and a forked copy of those can hang.
+The fork server preloads numpy, the cost model and the mappers, so each worker starts in
+milliseconds, and workers never import torch. Each search is seeded by the caller and runs alone,
+so its answer does not depend on which worker ran it or in what order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from costmodel.errors import UserError
+from dse.mapdb import SearchKey, Stored
+
+if TYPE_CHECKING:
+    from costmodel.arch import Architecture
+    from costmodel.problem import Problem
+    from dse.mappers import Objective
+
+_PRELOAD = ["numpy", "costmodel.evaluate", "dse.mappers", "dse.mappers.fast", "dse.mappers.exhaustive"]
+
+
+@dataclass(frozen=True)
+class Search:
+    """One distinct (layer shape, config, objective, mapper options) search."""
+
+    key: SearchKey
+    problem: Problem
+    objective: Objective
+    mapper: str
+    seed: int
+    options: dict[str, Any] = field(default_factory=dict)
+    layers: tuple[str, ...] = ()  # the workload layers it answers, for messages
+
+
+_ARCH: Architecture | None = None
+
+
+def _init(arch: Architecture) -> None:
+    global _ARCH
+    _ARCH = arch
+
+
+def run_search(search: Search, arch: Architecture | None = None) -> Stored:
+    """The mapper on one layer (a worker's job; ``arch`` defaults to the worker's config)."""
+    from dse.mappers import map_layer
+
+    arch = arch or _ARCH
+    assert arch is not None
+    res = map_layer(search.problem, arch, search.objective, mapper=search.mapper, seed=search.seed,
+                    **search.options)
+    return Stored(res.mapping.to_dict(), dict(res.metrics), int(res.mappings_evaluated), float(res.search_seconds))
+
+
+def _context() -> mp.context.BaseContext:
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+    return mp.get_context("spawn")
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def _fail(search: Search, exc: UserError) -> UserError:
+    names = ", ".join(search.layers[:3]) + (" ..." if len(search.layers) > 3 else "")
+    return UserError(f"layer {names}: {exc}")
+
+
+def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None = None,
+          progress: bool = True, on_done: Callable[[Search, Stored], None] | None = None) -> dict[str, Stored]:
+    """Answers by ``search.key.digest``. Biggest layers first, so two workers finish together."""
+    order = sorted(searches, key=lambda s: -s.problem.macs)
+    workers = min(workers or default_workers(), len(order)) if order else 0
+    out: dict[str, Stored] = {}
+    if not order:
+        return out
+    with _bar(progress, len(order)) as advance:
+        def done(s: Search, stored: Stored) -> None:
+            out[s.key.digest] = stored
+            if on_done is not None:
+                on_done(s, stored)
+            advance()
+
+        if workers <= 1:
+            for s in order:
+                try:
+                    done(s, run_search(s, arch))
+                except UserError as exc:
+                    raise _fail(s, exc) from None
+            return out
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init,
+                                 initargs=(arch,)) as pool:
+            pending = {pool.submit(run_search, s): s for s in order}
+            try:
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        s = pending.pop(fut)
+                        try:
+                            done(s, fut.result())
+                        except UserError as exc:
+                            raise _fail(s, exc) from None
+            finally:
+                for fut in pending:
+                    fut.cancel()
+    return out
+
+
+class _bar:
+    """A rich progress bar on stderr, only when stderr is a terminal and ``enabled``."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.total = total
+        self._progress: Any = None
+
+    def __enter__(self) -> Callable[[], None]:
+        if not self.enabled:
+            return lambda: None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(TextColumn("mapping layers"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self._progress.start()
+        task = self._progress.add_task("map", total=self.total)
+        return lambda: self._progress.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
