@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import Problem
 
@@ -43,18 +44,8 @@ def load_problem(path: str | Path) -> Problem:
 
 def save_problem(problem: Problem, path: str | Path) -> Path:
     """Write a layer in the einsum form (atomically: temp file in the same folder, then rename)."""
-    import os
-    import tempfile
 
     p = Path(path)
     text = (json.dumps(problem.to_dict(), indent=2) if p.suffix.lower() == ".json"
             else yaml.safe_dump(problem.to_dict(), sort_keys=False))
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    return atomic_write_text(p, text)

@@ -8,9 +8,7 @@ a temporary file in the target folder and renames it, so a failed write leaves n
 from __future__ import annotations
 
 import json
-import os
 import struct
-import tempfile
 import zlib
 from enum import IntEnum
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 from compiler.isa.encoding import decode_program, encode_program
 from compiler.isa.program import ConstSegment, DebugEntry, IOTensor, Program, canonical_json
 from compiler.isa.spec import ISA_VERSION
+from costmodel.atomic import atomic_write_bytes
 from costmodel.errors import UserError
 
 MAGIC = b"\x89AXB"
@@ -57,16 +56,7 @@ def to_bytes(program: Program) -> bytes:
 def write_binary(program: Program, path: str | Path) -> Path:
     """Write ``program`` to ``path`` atomically (temp file in the same folder, then rename)."""
     path = Path(path)
-    data = to_bytes(program)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_bytes(path, to_bytes(program))
 
 
 def read_binary(path: str | Path) -> Program:

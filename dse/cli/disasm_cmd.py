@@ -6,23 +6,12 @@ comment on each instruction; `dse asm` of that text rebuilds the binary byte for
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from costmodel.atomic import atomic_write_text
 
 
 def disasm(
@@ -39,7 +28,7 @@ def disasm(
     if output is None:
         typer.echo(text, nl=False)
     else:
-        _write_text_atomic(output, text)
+        atomic_write_text(output, text)
         typer.echo(f"wrote {output}", err=True)
 
 

@@ -10,14 +10,14 @@ exits 1 if onnxruntime's differs.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from costmodel.atomic import atomic_open
 
 
 def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
@@ -52,14 +52,8 @@ def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
 def _save_npy(array: Any, path: Path) -> None:
     import numpy as np
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path, "wb") as f:
+        np.save(f, array, allow_pickle=False)
 
 
 def _file_name(name: str) -> str:

@@ -8,10 +8,10 @@ markers of a markdown file (atomically).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
+from costmodel.atomic import atomic_write_text
 from dse import workloads
 
 HEADER = ("| model | task | input | fps | MACs | params | MAC layers | source | simplifications |\n"
@@ -39,9 +39,7 @@ def update(path: Path, table: str) -> None:
     text = path.read_text()
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}")
-    os.replace(tmp, path)
+    atomic_write_text(path, f"{head}{BEGIN}\n{table}\n{END}{tail}")
 
 
 if __name__ == "__main__":
