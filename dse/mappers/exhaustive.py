@@ -6,9 +6,10 @@ What it skips, and why that is safe:
   whose kept tiles overflow a level are not mappings at all (``Mapping.validate``'s rule);
 * loop orders are enumerated one per class of :mod:`dse.mapspace.orders` (orders in a class give
   equal access counts, hence equal energy and latency);
-* branch and bound: every (tiling, keep) pair gets lower bounds on energy and latency
-  (:mod:`dse.mappers.bounds`) and so on the objective; pairs are visited best bound first, and a pair
-  whose bound is no better than the incumbent cannot hold a strictly better mapping. With a Pareto
+* branch and bound: every (spatial unrolling, keep) pair gets lower bounds on energy and latency
+  (:mod:`dse.mappers.bounds`; they hold for every tiling with that unrolling) and so on the
+  objective; unrollings are visited best bound first, and a pair whose bound is no better than the
+  incumbent cannot hold a strictly better mapping. With a Pareto
   set requested, a pair is skipped only if a found point is no worse than its bounds in both metrics.
 
 An incumbent (for example the fast mapper's result, which lies in the same mapspace) may seed the
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
     from costmodel.arch import Architecture
     from costmodel.problem import Problem
 
-WINDOW = 1 << 21
-"""Tilings bounded and sorted together (memory: a few arrays of this length)."""
 
 
 def no_fit_error(ms: Mapspace) -> UserError:
@@ -62,48 +61,59 @@ def no_fit_error(ms: Mapspace) -> UserError:
 
 def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
                    pareto: bool = False, prune: bool = True, incumbent: MapperResult | None = None,
-                   batch_size: int = 32768, mapspace: Mapspace | None = None,
+                   batch_size: int = 32768, chunk: int = 4096, mapspace: Mapspace | None = None, time_limit_s: float | None = None,
                    **eval_kw: Any) -> MapperResult:
-    """The best mapping in the mapspace for ``objective`` (see the module docstring)."""
+    """The best mapping in the mapspace for ``objective`` (see the module docstring).
+
+    With ``time_limit_s`` the search may stop early; ``stats["complete"]`` then says 0 and the result
+    is only the best found (not proven optimal).
+    """
     t0 = time.perf_counter()
+    deadline = np.inf if time_limit_s is None else t0 + time_limit_s
     obj = Objective.parse(objective)
     ms = mapspace or Mapspace(problem, arch, constraints)
     state = SearchState(obj, track_pareto=pareto)
     if incumbent is not None and not pareto:
         state.best_score = float(obj.score(incumbent.metrics["energy_pj"], incumbent.metrics["latency_cycles"]))
-    stats = {"tilings": ms.num_tilings, "tilings_capacity_pruned": 0, "pairs_bound_pruned": 0,
-             "tilings_bound_pruned": 0}
+    stats = {"tilings": ms.num_tilings, "spatial_unrollings": ms.num_spatial, "spatial_bound_pruned": 0,
+             "tilings_capacity_pruned": 0, "pairs_bound_pruned": 0, "complete": 1}
+    # the bounds depend on a tiling only through its spatial unrolling (steps = MACs / spatial
+    # product) and its keep option, so whole unrollings are bounded, sorted and pruned at once
+    t_s, sx_s, sy_s = ms.spatial_factors()
+    e_lb, l_lb = lower_bounds(ms, t_s, sx_s, sy_s)  # [M, K]
+    pair_lb = obj.bound(e_lb, l_lb)
+    visit = np.argsort(pair_lb.min(axis=1), kind="stable") if prune else np.arange(ms.num_spatial)
     any_fit = False
-    for w0 in range(0, ms.num_tilings, WINDOW):
-        rows = ms.tiling_rows(w0, min(ms.num_tilings, w0 + WINDOW))
-        t, sx, sy = ms.decode(rows)
-        fit = ms.capacity_ok(t, sx, sy)
-        fits = fit.any(axis=1)
-        stats["tilings_capacity_pruned"] += int((~fits).sum())
-        any_fit |= bool(fits.any())
-        e_lb, l_lb = lower_bounds(ms, t, sx, sy)
-        pair_lb = np.where(fit, obj.bound(e_lb, l_lb), np.inf)
-        tiling_lb = pair_lb.min(axis=1)
-        visit = np.argsort(tiling_lb, kind="stable") if prune else np.arange(len(rows))
-        visit = visit[fits[visit]]
-        step = max(1, batch_size // 256)
-        for s in range(0, len(visit), step):
-            idx = visit[s:s + step]
-            ok = fit[idx]
-            if prune:
-                if not pareto and tiling_lb[idx[0]] >= state.best_score:  # sorted: the rest are no better
-                    stats["tilings_bound_pruned"] += len(visit) - s
-                    stats["pairs_bound_pruned"] += int(fit[visit[s:]].sum())
-                    break
-                skip = state.prunable(pair_lb[idx], e_lb[idx], l_lb[idx])
-                stats["pairs_bound_pruned"] += int((ok & skip).sum())
-                ok &= ~skip
-            for batch, _, _ in ms.expand(rows[idx], ok, max_batch=batch_size):
+    for n, m in enumerate(visit):
+        if time.perf_counter() > deadline:
+            stats["complete"] = 0
+            break
+        skip = state.prunable(pair_lb[m], e_lb[m], l_lb[m]) if prune else np.zeros(len(e_lb[m]), bool)
+        if skip.all():
+            if not pareto:  # sorted by bound: no later unrolling can do better either
+                stats["spatial_bound_pruned"] += len(visit) - n
+                break
+            stats["spatial_bound_pruned"] += 1
+            continue
+        lo, hi = ms.spatial_range(int(m))
+        for c0 in range(lo, hi, chunk):
+            rows = ms.tiling_rows(c0, min(hi, c0 + chunk))
+            fit = ms.capacity_ok(*ms.decode(rows))
+            stats["tilings_capacity_pruned"] += int((~fit.any(axis=1)).sum())
+            any_fit |= bool(fit.any())
+            if prune:  # the incumbent may have improved since the unrolling was checked
+                skip = state.prunable(pair_lb[m], e_lb[m], l_lb[m])
+                stats["pairs_bound_pruned"] += int((fit & skip[None, :]).sum())
+                fit &= ~skip[None, :]
+            for batch, _, _ in ms.expand(rows, fit, max_batch=batch_size):
                 state.update(batch, evaluate_batch(problem, arch, batch, **eval_kw))
-    if not any_fit:
+            if time.perf_counter() > deadline:
+                break
+    if not any_fit and stats["complete"] and state.best is None and incumbent is None:
         raise no_fit_error(ms)
     if state.best is None:  # the incumbent was optimal: nothing better exists
-        assert incumbent is not None
+        if incumbent is None:
+            raise no_fit_error(ms)
         best_mapping, metrics = incumbent.mapping, incumbent.metrics
     else:
         best_mapping, metrics = final_mapping(problem, arch, state.best, 0), state.best_metrics or {}

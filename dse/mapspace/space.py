@@ -184,6 +184,31 @@ class Mapspace:
         return MapspaceSize(tilings, int(self._combo_cum[-1]), orders_raw, keeps, tilings * orders_raw * keeps)
 
     @property
+    def num_spatial(self) -> int:
+        """Distinct spatial unrollings (tilings are numbered unrolling by unrolling)."""
+        return len(self._spatial_combos)
+
+    def spatial_range(self, m: int) -> tuple[int, int]:
+        """The tiling numbers ``[start, stop)`` that share spatial unrolling ``m``."""
+        return int(self._combo_cum[m]), int(self._combo_cum[m + 1])
+
+    def spatial_factors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One representative per spatial unrolling [M, L, D]: its spatial factors, and every
+        dimension's remaining factor as a temporal loop at level 0 (so the product of temporal factors,
+        the steps, is that of every tiling of the unrolling)."""
+        m = len(self._spatial_combos)
+        sx = np.ones((m, self.n_levels, len(self.dims)), dtype=np.int64)
+        sy = sx.copy()
+        fan = [sx if k == 1 else sy for _, k, _ in self.fanouts]
+        for di, t in enumerate(self.tables):
+            sp = t.group_spatial[self._spatial_combos[:, di]]  # [M, fan-outs]
+            for j, (li, _, _) in enumerate(self.fanouts):
+                fan[j][:, li, di] = sp[:, j]
+        temporal = np.ones_like(sx)
+        temporal[:, 0, :] = np.array([t.size for t in self.tables]) // (sx * sy).prod(axis=1)
+        return temporal, sx, sy
+
+    @property
     def num_tilings(self) -> int:
         """Tilings that fit the fan-outs (the ones enumerated)."""
         return int(self._combo_cum[-1])
