@@ -1,0 +1,85 @@
+"""`dse sweep STUDY.yaml`, `dse results STUDY_DIR`, `dse report STUDY_DIR -o report.html`.
+
+Thin layers over :mod:`dse.study` and :mod:`dse.report`; optuna, pandas and matplotlib are imported
+inside the commands so ``dse --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def sweep(
+    study_file: Annotated[Path, typer.Argument(help="Study YAML (see docs/studies.md).")],
+    trials: Annotated[int | None, typer.Option("--trials", help="Finished trials wanted (default: the file's).")] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Local worker processes.")] = 1,
+    storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL (default: a journal "
+                                                "file in the output folder), e.g. postgresql://...")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Output folder (default: the file's).")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
+) -> None:
+    """Run or resume a study; writes trials.csv (and trials.parquet) into the output folder."""
+    from dse.study.results import pareto_table, trials_table, write_tables
+    from dse.study.runner import run_study
+
+    res = run_study(study_file, trials=trials, workers=workers, storage=storage, out=output,
+                    progress=not no_progress)
+    table = trials_table(res.study, res.optuna_study)
+    files = write_tables(table, res.out)
+    front = pareto_table(res.study, table)
+    typer.echo(f"{res.out}: {len(table)} trials ({res.ran} new, {res.resumed} resumed after a kill), "
+               f"{int(table['feasible'].sum()) if len(table) else 0} feasible, Pareto set {len(front)}; "
+               f"wrote {', '.join(f.name for f in files)}", err=True)
+
+
+def results(
+    study_dir: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
+    storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
+) -> None:
+    """The Pareto set of a study (and the full table as trials.csv / trials.parquet)."""
+    from dse.study.results import objective_columns, pareto_table, trials_table, write_tables
+    from dse.study.runner import create, load_study_dir, open_storage
+
+    study = load_study_dir(study_dir)
+    table = trials_table(study, create(study, open_storage(study_dir, storage)))
+    write_tables(table, study_dir)
+    front = pareto_table(study, table)
+    cols = ["trial", *(k.name for k in study.knobs), *objective_columns(study)[0]]
+    if as_json:
+        print(json.dumps({"study": study.name, "trials": len(table),
+                          "feasible": int(table["feasible"].sum()) if len(table) else 0,
+                          "pareto": json.loads(front[cols].to_json(orient="records"))}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(title=f"{study.name}: Pareto set ({len(front)} of {len(table)} trials)")
+    for c in cols:
+        out.add_column(c, justify="right")
+    for _, row in front[cols].iterrows():
+        out.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+    Console().print(out)
+
+
+def report(
+    study_dir: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
+    storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
+) -> None:
+    """A self-contained HTML report (plots embedded) plus the PNGs next to it."""
+    from dse.report import write_report
+
+    path = write_report(study_dir, output, storage=storage)
+    typer.echo(f"wrote {path}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep``, ``results`` and ``report`` to the root app."""
+    app.command("sweep")(sweep)
+    app.command("results")(results)
+    app.command("report")(report)

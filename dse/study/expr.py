@@ -1,0 +1,105 @@
+"""Safe arithmetic expressions for studies: derived knobs (``2 * rows * cols``) and constraint bounds
+(``latency_ms <= 1000 / fps``).
+
+Study files come from users, so nothing is ``eval``-ed: the text is parsed with :mod:`ast` and only
+numbers, names, ``+ - * / // % **``, unary minus and a few pure functions are accepted. An
+expression compiles once into a tree that is then evaluated against a dict of names.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+_BINOPS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+_UNARY: dict[type, Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+FUNCTIONS: dict[str, Callable[..., float]] = {
+    "min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "log2": math.log2,
+    "sqrt": math.sqrt, "round": round, "abs": abs,
+}
+COMPARISONS: dict[type, str] = {ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
+
+
+class ExprError(ValueError):
+    """The text is not an allowed expression (the message says what is wrong)."""
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A parsed expression: ``names`` it reads, ``evaluate(env)`` its value."""
+
+    text: str
+    tree: ast.expr
+    names: frozenset[str]
+
+    def evaluate(self, env: Mapping[str, float]) -> float:
+        return _eval(self.tree, env)
+
+
+def _check(node: ast.AST, names: set[str]) -> None:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise ExprError(f"only numbers are allowed as constants, got {node.value!r}")
+    elif isinstance(node, ast.Name):
+        names.add(node.id)
+    elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        _check(node.left, names)
+        _check(node.right, names)
+    elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        _check(node.operand, names)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
+        if node.keywords:
+            raise ExprError(f"{node.func.id}() takes no keyword arguments")
+        for arg in node.args:
+            _check(arg, names)
+    elif isinstance(node, ast.Call):
+        raise ExprError(f"unknown function (allowed: {', '.join(sorted(FUNCTIONS))})")
+    else:
+        raise ExprError(f"'{ast.unparse(node)}' is not allowed (only numbers, names, + - * / // % ** "
+                        f"and {', '.join(sorted(FUNCTIONS))})")
+
+
+def parse(text: str) -> Expr:
+    """Parse an arithmetic expression; :class:`ExprError` says why it is not allowed."""
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ExprError(f"cannot parse expression {text!r} ({exc.msg})") from None
+    names: set[str] = set()
+    _check(tree, names)
+    return Expr(str(text), tree, frozenset(names))
+
+
+def parse_comparison(text: str) -> tuple[Expr, str, Expr]:
+    """``"lhs <= rhs"`` -> (lhs, op, rhs) with op in ``<= < >= >``."""
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ExprError(f"cannot parse {text!r} ({exc.msg})") from None
+    if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and type(tree.ops[0]) in COMPARISONS):
+        raise ExprError(f"expected 'METRIC <= VALUE' (or <, >=, >), got {text!r}")
+    sides = []
+    for node in (tree.left, tree.comparators[0]):
+        names: set[str] = set()
+        _check(node, names)
+        sides.append(Expr(ast.unparse(node), node, frozenset(names)))
+    return sides[0], COMPARISONS[type(tree.ops[0])], sides[1]
+
+
+def _eval(node: ast.expr, env: Mapping[str, float]) -> float:
+    if isinstance(node, ast.Constant):
+        return node.value  # type: ignore[return-value]
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](_eval(node.operand, env))
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    return FUNCTIONS[node.func.id](*(_eval(a, env) for a in node.args))

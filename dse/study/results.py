@@ -1,0 +1,82 @@
+"""A study's trials as a table (one row per trial: knobs, metrics, feasibility) and its Pareto set.
+
+Columns: ``trial``, ``state``, ``feasible``, ``invalid`` (reason, for pruned designs), every knob
+(derived ones included), every metric, and ``violation:<constraint>``. ``write_tables`` writes
+``trials.csv`` and, when pyarrow is installed, ``trials.parquet`` (atomically).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dse.study.pareto import pareto_mask
+
+if TYPE_CHECKING:
+    import optuna
+    import pandas as pd
+
+    from dse.study.schema import Study
+
+
+def trials_table(study: Study, ost: optuna.Study) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = []
+    knob_names = [k.name for k in study.knobs]
+    for t in ost.get_trials(deepcopy=False):
+        knobs = t.user_attrs.get("knobs", t.params)
+        metrics = t.user_attrs.get("metrics", {})
+        viol = t.user_attrs.get("violations", {})
+        row = {"trial": t.number, "state": t.state.name,
+               "feasible": t.state.name == "COMPLETE" and all(v <= 0 for v in viol.values()),
+               "invalid": t.user_attrs.get("invalid")}
+        row.update({k: knobs.get(k) for k in knob_names})
+        row.update(metrics)
+        row.update({f"violation:{k}": v for k, v in viol.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def objective_columns(study: Study) -> tuple[list[str], list[str]]:
+    return [o.metric for o in study.spec.objectives], [o.direction for o in study.spec.objectives]
+
+
+def pareto_table(study: Study, table: pd.DataFrame) -> pd.DataFrame:
+    """Feasible trials that no other feasible trial dominates on the study's objectives, best first."""
+    cols, dirs = objective_columns(study)
+    feas = table[table["feasible"]] if len(table) else table
+    if not len(feas):
+        return feas
+    mask = pareto_mask(feas[cols].to_numpy(dtype=np.float64), dirs)
+    return feas[mask].sort_values(cols, ascending=[d == "minimize" for d in dirs])
+
+
+def _atomic(path: Path, write: object) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        write(tmp)  # type: ignore[operator]
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def parquet_available() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
+    """``trials.csv`` always; ``trials.parquet`` if pyarrow is installed. Returns the files written."""
+    written = [out / "trials.csv"]
+    _atomic(written[0], lambda p: table.to_csv(p, index=False))
+    if parquet_available():
+        written.append(out / "trials.parquet")
+        _atomic(written[1], lambda p: table.to_parquet(p, index=False))
+    return written

@@ -1,0 +1,254 @@
+"""Running a study on optuna: storage, trials, workers, and resuming after a kill.
+
+Storage: by default an optuna journal file ``STUDY_DIR/study.journal`` (about 4 ms a trial, safe
+for several local processes); ``storage=`` takes any optuna URL (``postgresql://...`` for workers on
+several machines). The study file is copied to ``STUDY_DIR/study.yaml`` so that ``dse results`` and
+``dse report`` need only the folder.
+
+Resume: every trial records its worker (``host:pid``). A RUNNING trial whose worker on this host is
+dead (SIGKILL, power loss) is re-run *in place* -- same trial number, same parameters already drawn,
+the rest drawn by the number-keyed samplers of :mod:`dse.study.samplers` -- before any new trial
+starts. So a resumed serial study has exactly the trials, in the same order and with the same
+results, as an uninterrupted one, and no finished trial is lost or repeated. Trials of live
+workers, or of other hosts, are left alone (a dead remote worker's trial stays RUNNING; delete or
+fail it by hand). Several workers (``workers > 1``) are deterministic per trial for grid/random;
+TPE/NSGA-II then depend on the order in which trials finish.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from costmodel.errors import UserError
+from dse.study.design import Layers, evaluate_design, load_layers
+from dse.study.samplers import make_sampler
+from dse.study.schema import Study, load_study
+
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+JOURNAL = "study.journal"
+STUDY_COPY = "study.yaml"
+STORAGE_NOTE = "storage.txt"
+ROOT_NOTE = "root.txt"
+
+
+def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+
+    if path.exists() and path.stat().st_size:
+        lock = JournalFileSymlinkLock(str(path))
+        lock.acquire()
+        try:  # a record cut short by a kill would corrupt the next append: drop it
+            data = path.read_bytes()
+            if not data.endswith(b"\n"):
+                with open(path, "r+b") as fh:
+                    fh.truncate(data.rfind(b"\n") + 1)
+        finally:
+            lock.release()
+    return JournalStorage(JournalFileBackend(str(path)))
+
+
+def open_storage(out: Path, url: str | None) -> optuna.storages.BaseStorage | str:
+    """The journal file in ``out`` (default), a journal file path, or an optuna storage URL."""
+    if url is None:
+        note = out / STORAGE_NOTE
+        url = note.read_text().strip() if note.exists() else None
+    if url is None or url.endswith((".journal", ".log")) and "://" not in url:
+        return _journal_storage(Path(url) if url else out / JOURNAL)
+    return url
+
+
+def _owner_dead(trial: optuna.trial.FrozenTrial) -> bool:
+    host, _, pid = str(trial.user_attrs.get("worker", ":")).partition(":")
+    if not host:
+        return True  # killed before it could say who runs it
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, ValueError):
+        return False
+    return int(pid) == os.getpid()
+
+
+def _suggest(trial: optuna.trial.Trial, study: Study) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    grid = study.spec.sampler.kind == "grid"
+    for k in study.sampled_knobs:
+        if grid or k.choices is not None:
+            values[k.name] = trial.suggest_categorical(k.name, list(k.grid_values() if grid else k.choices))
+        elif k.is_int:
+            values[k.name] = trial.suggest_int(k.name, int(k.low), int(k.high), step=int(k.step or 1), log=k.log)
+        else:
+            values[k.name] = trial.suggest_float(k.name, float(k.low), float(k.high), step=k.step, log=k.log)
+    return values
+
+
+class Objective:
+    """The optuna objective: one design per trial; all metrics go into the trial's user attrs.
+
+    A design the cost model rejects (invalid config, a layer that fits no mapping) is PRUNED with
+    the reason in ``invalid``; an unexpected exception FAILs the trial (optuna logs it) and the
+    study goes on.
+    """
+
+    def __init__(self, study: Study, layers: Layers) -> None:
+        self.study, self.layers = study, layers
+
+    def __call__(self, trial: optuna.trial.Trial) -> list[float]:
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+        res = evaluate_design(self.study, self.layers, _suggest(trial, self.study))
+        trial.set_user_attr("knobs", res.values)
+        if res.invalid is not None:
+            trial.set_user_attr("invalid", res.invalid)
+            raise optuna.TrialPruned(res.invalid)
+        trial.set_user_attr("metrics", res.metrics)
+        trial.set_user_attr("violations", res.violations)
+        for key, v in res.violations.items():
+            trial.set_constraint(key, v)
+        return [res.metrics[o.metric] for o in self.study.spec.objectives]
+
+
+def create(study: Study, storage: Any) -> optuna.Study:
+    spec = study.spec
+    sampler = make_sampler(spec.sampler.kind, study.sampled_knobs, spec.sampler.seed, spec.sampler.population)
+    return optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler, load_if_exists=True,
+                               directions=[o.direction for o in spec.objectives])
+
+
+def _resume_stale(ost: optuna.Study, objective: Objective) -> int:
+    """Re-run, in place, the RUNNING trials whose worker died; returns how many."""
+    stale = [t for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if _owner_dead(t)]
+    for ft in sorted(stale, key=lambda t: t.number):
+        trial = optuna.trial.Trial(ost, ft._trial_id)
+        try:
+            values = objective(trial)
+        except optuna.TrialPruned:
+            ost.tell(trial, state=TrialState.PRUNED)
+        except Exception:  # noqa: BLE001 -- as optimize(catch=Exception): the study goes on
+            ost.tell(trial, state=TrialState.FAIL)
+        else:
+            ost.tell(trial, values)
+    return len(stale)
+
+
+def load_study_dir(out: str | Path) -> Study:
+    """The study a sweep folder holds (its copy of the study file; relative paths as the original's)."""
+    out = Path(out)
+    copy = out / STUDY_COPY
+    if not copy.exists():
+        raise UserError(f"{out}: not a study folder (no {STUDY_COPY}; run `dse sweep STUDY.yaml` first)")
+    root = (out / ROOT_NOTE).read_text().strip() if (out / ROOT_NOTE).exists() else None
+    study = load_study(copy, root=root)
+    study.output = out
+    return study
+
+
+def _worker(out: str, url: str | None, n_trials: int) -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = load_study_dir(out)
+    ost = create(study, open_storage(Path(out), url))
+    ost.optimize(Objective(study, load_layers(study)), n_trials=n_trials, catch=(Exception,))
+
+
+@dataclass
+class SweepResult:
+    study: Study
+    optuna_study: optuna.Study
+    out: Path
+    resumed: int
+    ran: int
+
+
+def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    copy = out / STUDY_COPY
+    if copy.exists() and copy.read_text() != study.source.read_text():
+        raise UserError(f"{out}: holds a different study ({copy}); pick another output folder or delete it")
+    tmp = out / f".{STUDY_COPY}.tmp"
+    shutil.copyfile(study.source, tmp)
+    os.replace(tmp, copy)
+    (out / ROOT_NOTE).write_text(str(study.root.resolve()) + "\n")
+    if storage:
+        (out / STORAGE_NOTE).write_text(storage + "\n")
+
+
+def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, storage: str | None = None,
+              out: str | Path | None = None, progress: bool = False) -> SweepResult:
+    """Run (or resume) a study until it has ``trials`` finished trials (default: the file's)."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = load_study(path)
+    out_dir = Path(out) if out else study.output
+    _prepare_output(study, out_dir, storage)
+    target = trials if trials is not None else study.spec.trials
+    if study.spec.sampler.kind == "grid":
+        from dse.study.samplers import GridSampler
+
+        target = min(target, len(GridSampler(study.sampled_knobs, 0).points))
+    ost = create(study, open_storage(out_dir, storage))
+    objective = Objective(study, load_layers(study))
+    resumed = _resume_stale(ost, objective)
+    states = [t.state for t in ost.get_trials(deepcopy=False)]
+    left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
+    bar = _Progress(ost, target) if progress else None
+    if left > 0 and workers <= 1:
+        ost.optimize(objective, n_trials=left, catch=(Exception,), callbacks=[bar.update] if bar else None)
+    elif left > 0:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        shares = [left // workers + (i < left % workers) for i in range(workers)]
+        procs = [ctx.Process(target=_worker, args=(str(out_dir), storage, n)) for n in shares if n]
+        for p in procs:
+            p.start()
+        for p in procs:
+            while p.is_alive():
+                p.join(0.5)
+                if bar:
+                    bar.update(ost, None)
+        if any(p.exitcode for p in procs):
+            raise RuntimeError(f"a sweep worker failed (exit codes {[p.exitcode for p in procs]})")
+    if bar:
+        bar.close()
+    return SweepResult(study, ost, out_dir, resumed, max(left, 0))
+
+
+class _Progress:
+    """A rich progress bar on stderr: trials done, feasible Pareto size, best of each objective."""
+
+    def __init__(self, ost: optuna.Study, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("{task.description}"), console=Console(stderr=True))
+        self.task = self.progress.add_task("", total=total)
+        self.progress.start()
+        self.update(ost, None)
+
+    def update(self, ost: optuna.Study, _trial: Any) -> None:
+        trials = ost.get_trials(deepcopy=False)
+        done = sum(t.state in FINISHED for t in trials)
+        try:
+            front = ost.best_trials
+        except (ValueError, RuntimeError):
+            front = []
+        best = ""
+        if front:
+            cols = list(zip(*(t.values for t in front), strict=True))
+            best = " best " + ", ".join(f"{min(c) if d.name == 'MINIMIZE' else max(c):.4g}"
+                                        for c, d in zip(cols, ost.directions, strict=True))
+        self.progress.update(self.task, completed=done, description=f"pareto {len(front)}{best}")
+
+    def close(self) -> None:
+        self.progress.stop()

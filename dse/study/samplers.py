@@ -1,0 +1,110 @@
+"""Samplers whose choice for a trial depends only on (seed, trial number, history), never on what
+the process did before: so a study killed and resumed samples exactly what an uninterrupted run
+would have (the resumed trial keeps its number; see ``runner``).
+
+- ``grid``: trial ``n`` takes point ``perm[n]`` of a seeded permutation of the full grid.
+- ``random``: trial ``n`` draws from ``default_rng([seed, n, crc32(knob)])``.
+- ``tpe`` / ``nsga2``: optuna's samplers, rebuilt for each trial with the seed ``seed * 100003 + n``;
+  their other state lives in the storage, so the draw depends only on the finished history.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.samplers import BaseSampler
+from optuna.trial import FrozenTrial, TrialState
+
+from dse.study.knobs import Knob
+
+
+class _Independent(BaseSampler):
+    """Base for samplers that pick each parameter from (trial number, name) alone."""
+
+    def infer_relative_search_space(self, study: Any, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return {}
+
+    def sample_relative(self, study: Any, trial: FrozenTrial, search_space: dict) -> dict[str, Any]:
+        return {}
+
+
+class GridSampler(_Independent):
+    def __init__(self, knobs: Sequence[Knob], seed: int) -> None:
+        self.names = [k.name for k in knobs]
+        self.points = list(itertools.product(*(k.grid_values() for k in knobs)))
+        self.perm = np.random.default_rng(seed).permutation(len(self.points))
+
+    def point(self, number: int) -> dict[str, Any]:
+        return dict(zip(self.names, self.points[int(self.perm[number % len(self.points)])], strict=True))
+
+    def sample_independent(self, study: Any, trial: FrozenTrial, name: str, dist: BaseDistribution) -> Any:
+        return self.point(trial.number)[name]
+
+
+class RandomSampler(_Independent):
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def sample_independent(self, study: Any, trial: FrozenTrial, name: str, dist: BaseDistribution) -> Any:
+        rng = np.random.default_rng([self.seed, trial.number, zlib.crc32(name.encode())])
+        if isinstance(dist, CategoricalDistribution):
+            return dist.choices[int(rng.integers(len(dist.choices)))]
+        if isinstance(dist, (IntDistribution, FloatDistribution)):
+            lo, hi = dist.low, dist.high
+            if dist.log:
+                v = float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+                return min(max(round(v), lo), hi) if isinstance(dist, IntDistribution) else v
+            if dist.step is not None:
+                n = round((hi - lo) / dist.step)
+                v = lo + dist.step * int(rng.integers(n + 1))
+                return int(v) if isinstance(dist, IntDistribution) else float(v)
+            return float(rng.uniform(lo, hi))
+        raise TypeError(f"unsupported distribution {dist!r}")
+
+
+class ReseededSampler(BaseSampler):
+    """Delegates to ``factory(seed)`` with a seed derived from the trial number."""
+
+    def __init__(self, factory: Callable[[int], BaseSampler], seed: int) -> None:
+        self.factory, self.seed = factory, seed
+        self._cache: dict[int, BaseSampler] = {}
+
+    def _inner(self, number: int) -> BaseSampler:
+        if number not in self._cache:
+            if len(self._cache) > 8:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[number] = self.factory(self.seed * 100003 + number)
+        return self._cache[number]
+
+    def infer_relative_search_space(self, study: Any, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return self._inner(trial.number).infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study: Any, trial: FrozenTrial, search_space: dict) -> dict[str, Any]:
+        return self._inner(trial.number).sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study: Any, trial: FrozenTrial, name: str, dist: BaseDistribution) -> Any:
+        return self._inner(trial.number).sample_independent(study, trial, name, dist)
+
+    def before_trial(self, study: Any, trial: FrozenTrial) -> None:
+        self._inner(trial.number).before_trial(study, trial)
+
+    def after_trial(self, study: Any, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
+        self._inner(trial.number).after_trial(study, trial, state, values)
+
+
+def make_sampler(kind: str, knobs: Sequence[Knob], seed: int, population: int = 20) -> BaseSampler:
+    if kind == "grid":
+        return GridSampler(knobs, seed)
+    if kind == "random":
+        return RandomSampler(seed)
+    if kind == "tpe":
+        return ReseededSampler(lambda s: optuna.samplers.TPESampler(seed=s), seed)
+    if kind == "nsga2":
+        return ReseededSampler(lambda s: optuna.samplers.NSGAIISampler(seed=s, population_size=population), seed)
+    raise ValueError(f"unknown sampler {kind!r}")

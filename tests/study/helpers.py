@@ -1,0 +1,46 @@
+"""Shared helpers for the study tests: a tiny study file and a CLI app with the study commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+import yaml
+
+# Two small layers: 16x32x24 matmul (12,288 MACs) and a 3x3 conv 8->16 on 8x8 (6x6 out: 41,472 MACs).
+LAYERS = [{"kind": "matmul", "m": 16, "k": 32, "n": 24},
+          {"kind": "conv2d", "c_in": 8, "c_out": 16, "h": 8, "w": 8, "kernel": 3}]
+
+
+def small_study(tmp: Path, *, sampler: str = "grid", trials: int = 12, name: str = "small", **extra) -> Path:
+    """A 2 x 3 x 2 = 12-point study on the tiny config (rows, cols, buffer size; MACs derived)."""
+    doc = {
+        "name": name,
+        "hardware": "tiny",
+        "workloads": [{"name": "net", "fps": 1000, "layers": LAYERS,
+                       "constraints": ["latency_ms <= 1000 / fps"]}],
+        "knobs": {
+            "rows": {"path": "levels.buffer.fanout.y", "choices": [2, 4]},
+            "cols": {"path": "levels.buffer.fanout.x", "choices": [1, 2, 4]},
+            "macs": {"path": "mac.count", "expr": "rows * cols"},
+            "glb": {"path": "levels.buffer.capacity", "choices": [1, 4], "format": "{} KiB"},
+        },
+        "objectives": [{"metric": "energy_pj"}, {"metric": "latency_ms"}],
+        "constraints": ["area_mm2 <= 1"],
+        "sampler": {"kind": sampler, "seed": 3},
+        "trials": trials,
+        "mapper": {"max_evaluations": 200},
+        "output": str(tmp / "out"),
+    }
+    doc.update(extra)
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def study_app() -> typer.Typer:
+    from dse.cli import study_cmd
+
+    app = typer.Typer(pretty_exceptions_enable=False)
+    study_cmd.register(app)
+    return app
