@@ -1,0 +1,132 @@
+"""compile_model: an ONNX model (fp32 or QDQ) or zoo name -> a Program for a compilable hwconfig.
+
+Flow: quantize (compiler.quantize; a QDQ model is kept as it is) -> let onnxruntime fuse the QDQ
+groups into its integer kernels (compiler.lower.graph) -> lower node by node (compiler.lower.conv,
+compiler.lower.vector) -> Program. The quantized ONNX model is the reference the binary is checked
+against (``dse simulate model.axb --check model.q.onnx``).
+
+DRAM map: the constants section at address 0, the activations after it. Lowering runs twice: the
+first pass learns the size of the constants, the second places the activations behind them
+(lowering is deterministic, so both passes emit the same instructions apart from addresses).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.isa import Finish, Program, write_binary
+from compiler.lower.emitter import Emitter, align
+from compiler.target import Target
+from costmodel.errors import UserError
+
+
+@dataclass
+class Compiled:
+    """A compiled model: the program, the quantized reference model and a per-layer summary."""
+
+    program: Program
+    qdq_model: Path | None
+    layers: list[dict] = field(default_factory=list)
+
+
+def _target(arch: Any) -> Target:
+    if isinstance(arch, Target):
+        return arch
+    if isinstance(arch, str | Path):
+        from costmodel.arch import load_architecture
+
+        arch = load_architecture(arch)
+    return Target.from_arch(arch)
+
+
+def _resolve_model(model: str | Path, work: Path, seed: int) -> Path:
+    """An ONNX path as given, or a zoo model exported (fp32) into ``work``."""
+    path = Path(model)
+    if path.suffix == ".onnx" or path.exists():
+        if not path.exists():
+            raise UserError(f"{path}: no such ONNX file")
+        return path
+    from dse import workloads
+
+    if str(model) not in workloads.names():
+        raise UserError(f"{model}: no such ONNX file, and not a zoo model (see `dse zoo list`)")
+    return workloads.export(str(model), work / f"{model}.onnx", seed=seed)
+
+
+def lower_qdq(qdq_path: str | Path, target: Target, *, expose: bool = False) -> tuple[Program, list[dict]]:
+    """Lower an already-quantized (QDQ) ONNX model to a Program for ``target``.
+
+    ``expose`` adds every intermediate activation to the I/O table as an output (for debugging and
+    the per-layer tests, which compare each one with onnxruntime)."""
+    from compiler.lower.graph import GraphLowering, fused_model
+
+    fused = fused_model(qdq_path)
+    consts = 0
+    for _ in range(2):
+        em = Emitter(target, act_base=align(consts))
+        g = GraphLowering(fused, em)
+        g.run()
+        if align(len(em.constants)) == align(consts):
+            break
+        consts = len(em.constants)
+    if expose:
+        g.expose_all()
+    em.tile = ""
+    em.emit(Finish())
+    dram = max(em.act_top, align(len(em.constants)))
+    if dram > target.dram_bytes:
+        raise UserError(f"the model needs {dram} bytes of device DRAM, the config has {target.dram_bytes}")
+    program = Program(instructions=em.insns, fingerprint=target.fingerprint, constants=bytes(em.constants),
+                      const_base=0, const_segments=em.segments,
+                      io=g.io, dram_size=dram, debug=em.debug)
+    program.validate()
+    return program, em.layers
+
+
+def compile_model(model: str | Path, arch: Any, *, calibration: Mapping[str, np.ndarray] | None = None,
+                  seed: int = 0, qdq_out: str | Path | None = None) -> Program:
+    """Compile ``model`` (ONNX path or zoo name) for ``arch`` (Architecture, hwconfig name/path, Target)."""
+    return compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=qdq_out).program
+
+
+def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.ndarray] | None = None,
+                 seed: int = 0, qdq_out: str | Path | None = None) -> Compiled:
+    """As compile_model, also returning the layer table; ``qdq_out`` keeps the quantized model there."""
+    from compiler.quantize import quantize_model
+
+    target = _target(arch)
+    with tempfile.TemporaryDirectory() as work:
+        src = _resolve_model(model, Path(work), seed)
+        qdq = Path(work) / "model.q.onnx"
+        quantize_model(src, qdq, calibration=calibration, seed=seed)
+        program, layers = lower_qdq(qdq, target)
+        kept = None
+        if qdq_out is not None:
+            kept = Path(qdq_out)
+            fd, tmp = tempfile.mkstemp(prefix=f".{kept.name}.", suffix=".tmp", dir=kept.parent)
+            os.close(fd)
+            try:
+                Path(tmp).write_bytes(qdq.read_bytes())
+                os.replace(tmp, kept)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+    return Compiled(program, kept, layers)
+
+
+def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
+                    calibration: Mapping[str, np.ndarray] | None = None, seed: int = 0) -> Compiled:
+    """Write ``out`` (.axb) and, next to it, ``<stem>.q.onnx`` (the quantized reference model)."""
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise UserError(f"{out}: the output folder {out.parent} does not exist")
+    compiled = compile_full(model, arch, calibration=calibration, seed=seed,
+                            qdq_out=out.with_name(out.stem + ".q.onnx"))
+    write_binary(compiled.program, out)
+    return compiled

@@ -1,0 +1,279 @@
+"""MAC layers: QLinearConv (dense on the array, depthwise on the vector unit) and QGemm/QLinearMatMul (FC).
+
+Tiling (the default valid mapping; the mapper is not consulted yet, see docs/compiler.md): the
+weights of a layer stay resident in SPAD; the output is split into tiles of whole output rows, as
+many as fit the SPAD (two input halves + weights + two output halves) and the accumulator; every
+tile computes all output-channel blocks. Depthwise tiles are (channel block, output rows).
+
+Numerics (ORT's QLinearConv / QGemm): the int32 accumulator is ``sum (x - x_zp) * w + bias``; the
+``-x_zp * sum(w)`` term is folded into the bias at compile time (weights are symmetric, w_zp = 0),
+and padding loads the input zero point, so the integer result is exact. REQUANT multiplies by the
+float32 ``(x_scale * w_scale[c]) / y_scale`` and saturates to the output type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.isa import Buffer, Elem, Engine, Gemm, GemmType, Load, Reg, Src1Mode, Store, Vec, VecOp
+from compiler.lower.emitter import Act, Emitter, Tile, blocks
+from compiler.sim.quant import output_scale
+from costmodel.errors import UserError
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """A quantized conv's parameters, read from the ONNX node."""
+
+    w: np.ndarray  # int8 [Cout, Cin/group, kh, kw]
+    bias: np.ndarray  # int32 [Cout]
+    w_scale: np.ndarray  # float32 [Cout] (or [1])
+    stride: tuple[int, int]
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
+    dilation: tuple[int, int]
+    group: int
+    y_scale: float
+    y_zp: int
+
+
+def _quant_setup(em: Emitter, x: Act, y_zp: int) -> None:
+    em.setreg(Engine.LD, Reg.PADVAL, x.zero_point)
+    em.setreg(Engine.EX, Reg.OUT_ZP, y_zp)
+    em.setreg(Engine.EX, Reg.QMIN, 0 if x.dtype == "uint8" else -128)
+    em.setreg(Engine.EX, Reg.QMAX, 255 if x.dtype == "uint8" else 127)
+
+
+def _lanes(values: np.ndarray, rows: int, lanes: int, dtype) -> np.ndarray:
+    out = np.zeros(rows * lanes, dtype)
+    out[: values.size] = values.reshape(-1)
+    return out.reshape(rows, lanes)
+
+
+def _out_dims(x: Act, spec: ConvSpec) -> tuple[int, int]:
+    _, _, h, w = x.shape
+    kh, kw = spec.w.shape[2:]
+    pt, pl, pb, pr = spec.pads
+    ho = (h + pt + pb - spec.dilation[0] * (kh - 1) - 1) // spec.stride[0] + 1
+    wo = (w + pl + pr - spec.dilation[1] * (kw - 1) - 1) // spec.stride[1] + 1
+    return ho, wo
+
+
+def _check_conv(node: str, x: Act, spec: ConvSpec, wo: int) -> None:
+    kh, kw = spec.w.shape[2:]
+    if max(spec.pads) > 7:
+        raise UserError(f"node {node} (Conv): padding {spec.pads} exceeds the LOAD pad field (at most 7)")
+    if wo > 256 or kh > 32 or kw > 32:
+        raise UserError(f"node {node} (Conv): output width {wo} or kernel {kh}x{kw} exceeds the GEMM walk "
+                        "(at most 256 columns, 32 taps per axis); column tiling is not implemented")
+    if x.dtype != "uint8":
+        raise UserError(f"node {node} (Conv): {x.dtype} activations; the compiler lowers uint8 QDQ models "
+                        "(requantize with compiler.quantize)")
+
+
+def _row_window(r0: int, r: int, spec: ConvSpec, h: int, kh: int) -> tuple[int, int, int, int]:
+    """Input rows of output rows [r0, r0+r): (first real row, real rows, pad before, pad after)."""
+    p0 = r0 * spec.stride[0]
+    p1 = (r0 + r - 1) * spec.stride[0] + spec.dilation[0] * (kh - 1) + 1  # padded coordinates, exclusive
+    pt = spec.pads[0]
+    lo, hi = max(p0 - pt, 0), min(p1 - pt, h)
+    if hi <= lo:
+        raise UserError(f"output rows {r0}..{r0 + r - 1} see only padding; such a conv is not lowered")
+    return lo, hi - lo, max(0, pt - p0), max(0, p1 - pt - h)
+
+
+def _pick_rows(ho: int, wo: int, budget: int, per_row: int, fixed: int, acc_rows: int) -> int:
+    """Most output rows per tile that fit: fixed + per_row(r) <= budget, r*wo <= ACC, r <= 256."""
+    for r in range(min(ho, 256, max(1, acc_rows // wo)), 0, -1):
+        if fixed + per_row(r) <= budget:
+            return r
+    return 0
+
+
+def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
+    """Dense QLinearConv (group 1) as GEMMs over channel blocks; see the module docstring."""
+    L, tg = em.L, em.target
+    _, cin, h, w = x.shape
+    cout, _, kh, kw = spec.w.shape
+    ho, wo = _out_dims(x, spec)
+    _check_conv(node, x, spec, wo)
+    cb, kb, taps = blocks(cin, L), blocks(cout, L), kh * kw
+    wp = w + spec.pads[1] + spec.pads[3]
+    sh, sw = spec.stride
+    dh, dw = spec.dilation
+    if sw > 31 or dw * wp > 4095 or sh * wp > 4095:
+        raise UserError(f"node {node} (Conv): stride/dilation {spec.stride}/{spec.dilation} with padded width {wp} "
+                        "exceed the GEMM step fields")
+    w_rows = cb * kb * taps * L
+
+    def rin(r: int) -> int:
+        return (r - 1) * sh + dh * (kh - 1) + 1
+
+    rows = _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * cb * rin(r) * wp + 2 * kb * r * wo, w_rows, tg.acc_rows)
+    if rows == 0 or 2 * kb > tg.const_rows:
+        raise UserError(f"node {node} (Conv {cin}->{cout}, {kh}x{kw}): weights ({w_rows} SPAD rows) plus one "
+                        f"output row do not fit SPAD ({tg.spad_rows} rows); weight tiling is not implemented")
+    # constants: weight tiles [cb, kb, taps, cin lane, cout lane], bias (zero point folded), scales
+    wpad = np.zeros((kb * L, cb * L, kh, kw), np.int64)
+    wpad[:cout, :cin] = spec.w
+    tiles = wpad.reshape(kb, L, cb, L, taps).transpose(2, 0, 4, 3, 1).astype(np.int8)
+    w_addr = em.const(tiles, "weights")
+    bias = spec.bias.astype(np.int64) - x.zero_point * spec.w.astype(np.int64).sum(axis=(1, 2, 3))
+    c_addr = em.const(np.concatenate([_lanes(bias.astype(np.int32), kb, L, np.int32).view(np.int32),
+                                      _lanes(output_scale(x.scale, np.broadcast_to(spec.w_scale, (cout,)),
+                                                          spec.y_scale), kb, L, np.float32).view(np.int32)]))
+    in_half = cb * rin(rows) * wp
+    w_base = 2 * in_half
+    out_base, out_half = w_base + w_rows, kb * rows * wo
+    _quant_setup(em, x, spec.y_zp)
+    for insn in em.load_rows(Buffer.SPAD, w_base, w_rows, w_addr):
+        em.emit(insn)
+    em.emit(Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=2 * kb, dram_addr=c_addr, dram_pitch=4 * L))
+    gtype = GemmType.U8
+    plane_in, plane_out = h * w * L, ho * wo * L
+    tiles_out = []
+    for t, r0 in enumerate(range(0, ho, rows)):
+        r = min(rows, ho - r0)
+        half = t % 2
+        a0, o0 = half * in_half, out_base + half * out_half
+        lo, real, ypad0, ypad1 = _row_window(r0, r, spec, h, kh)
+        tile = Tile(f"rows {r0}-{r0 + r - 1}")
+        for i in range(cb):
+            tile.ld.append(Load(buf=Buffer.SPAD, padsel=True, sram=a0 + i * rin(rows) * wp, y_size=real, x_size=w,
+                                dram_addr=x.addr + i * plane_in + lo * w * L, dram_pitch=w * L, y_pad0=ypad0,
+                                y_pad1=ypad1, x_pad0=spec.pads[1], x_pad1=spec.pads[3]))
+        for j in range(kb):
+            for i in range(cb):
+                tile.ex.append(Gemm(loadw=True, acc=i > 0, dtype=gtype, a_base=a0 + i * rin(rows) * wp,
+                                    w_base=w_base + (i * kb + j) * taps * L, c_base=0, mx=wo, my=r, l0=kw, l1=kh,
+                                    a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp))
+            tile.ex += _bias_requant(j, kb, r, wo, o0 + j * r * wo)
+            tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + j * r * wo, y_size=r, x_size=wo,
+                                 dram_addr=y.addr + j * plane_out + r0 * wo * L, dram_pitch=wo * L))
+        tiles_out.append(tile)
+    em.pipeline(tiles_out)
+
+
+def _bias_requant(j: int, kb: int, r: int, wo: int, dst: int, acc: int = 0, scale_row: int | None = None) -> list:
+    """ACC rows [acc, +r*wo) += bias row j (CONST), then REQUANT with scale row kb+j into SPAD ``dst``."""
+    walk = {"mx": wo, "my": r, "sx": 1, "sy": wo}
+    return [
+        Vec(op=VecOp.ADD, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST, src1_mode=Src1Mode.FIXED,
+            dst=acc, src0=acc, src1=j, **walk),
+        Vec(op=VecOp.REQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST,
+            src1_mode=Src1Mode.FIXED, dst=dst, src0=acc, src1=kb + j if scale_row is None else scale_row, **walk),
+    ]
+
+
+def lower_depthwise(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
+    """QLinearConv with group = Cin = Cout on the vector unit: RMAC over the taps, channels in lanes."""
+    L, tg = em.L, em.target
+    _, c, h, w = x.shape
+    kh, kw = spec.w.shape[2:]
+    ho, wo = _out_dims(x, spec)
+    _check_conv(node, x, spec, wo)
+    if kh > 16 or kw > 16 or spec.stride[1] > 15 or spec.dilation[1] > 63:
+        raise UserError(f"node {node} (depthwise Conv): kernel {kh}x{kw}, stride {spec.stride} or dilation "
+                        f"{spec.dilation} exceed the VEC walk (16 taps per axis, sx <= 15, s0 <= 63)")
+    cb, taps = blocks(c, L), kh * kw
+    wp = w + spec.pads[1] + spec.pads[3]
+    sh, sw = spec.stride
+    dh, dw = spec.dilation
+    crows = taps + 2  # per block: tap weights, bias, scale (int32 / fp32 bits)
+    if 2 * crows > tg.const_rows:
+        raise UserError(f"node {node}: {taps} depthwise taps do not fit the CONST buffer")
+
+    def rin(r: int) -> int:
+        return (r - 1) * sh + dh * (kh - 1) + 1
+
+    rows = _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * rin(r) * wp + 2 * r * wo, 0, tg.acc_rows)
+    if rows == 0 or rin(rows) * wp > 65535:
+        raise UserError(f"node {node} (depthwise Conv): one output row does not fit SPAD")
+    wt = np.zeros((cb * L, taps), np.int64)
+    wt[:c] = spec.w[:, 0].reshape(c, taps)
+    bias = spec.bias.astype(np.int64) - x.zero_point * spec.w.astype(np.int64).sum(axis=(1, 2, 3))
+    scales = output_scale(x.scale, np.broadcast_to(spec.w_scale, (c,)), spec.y_scale)
+    per_block = []
+    for i in range(cb):
+        lanes = slice(i * L, min(c, (i + 1) * L))
+        rows_i = np.zeros((crows, L), np.int32)
+        rows_i[:taps] = wt[i * L:(i + 1) * L].T.astype(np.int32)
+        rows_i[taps, : lanes.stop - lanes.start] = bias[lanes].astype(np.int32)
+        rows_i[taps + 1, : lanes.stop - lanes.start] = scales[lanes].view(np.int32)
+        per_block.append(rows_i)
+    c_addr = em.const(np.stack(per_block))
+    _quant_setup(em, x, spec.y_zp)
+    in_half, out_base = rin(rows) * wp, 2 * rin(rows) * wp
+    out_half, plane_in, plane_out = rows * wo, h * w * L, ho * wo * L
+    tiles_out, t = [], 0
+    for i in range(cb):
+        for r0 in range(0, ho, rows):
+            r = min(rows, ho - r0)
+            half = t % 2
+            a0, o0, k0 = half * in_half, out_base + half * out_half, half * crows
+            lo, real, ypad0, ypad1 = _row_window(r0, r, spec, h, kh)
+            walk = {"mx": wo, "my": r, "sx": 1, "sy": wo}
+            tile = Tile(f"block {i} rows {r0}-{r0 + r - 1}")
+            tile.ld = [Load(buf=Buffer.SPAD, padsel=True, sram=a0, y_size=real, x_size=w,
+                            dram_addr=x.addr + i * plane_in + lo * w * L, dram_pitch=w * L, y_pad0=ypad0,
+                            y_pad1=ypad1, x_pad0=spec.pads[1], x_pad1=spec.pads[3]),
+                       Load(buf=Buffer.CONST, elem=Elem.B32, sram=k0, y_size=crows,
+                            dram_addr=c_addr + i * crows * 4 * L, dram_pitch=4 * L)]
+            tile.ex = [Vec(op=VecOp.RMAC, init=True, u8=True, src1_mode=Src1Mode.TAP, dst_buf=Buffer.ACC,
+                           src0_buf=Buffer.SPAD, src1_buf=Buffer.CONST, dst=0, src0=a0, src1=k0, mx=wo, my=r,
+                           l0=kw, l1=kh, sx=sw, sy=sh * wp, s0=dw, s1=dh * wp),
+                       Vec(op=VecOp.ADD, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST,
+                           src1_mode=Src1Mode.FIXED, dst=0, src0=0, src1=k0 + taps, **walk),
+                       Vec(op=VecOp.REQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC,
+                           src1_buf=Buffer.CONST, src1_mode=Src1Mode.FIXED, dst=o0, src0=0, src1=k0 + taps + 1,
+                           **walk)]
+            tile.st = [Store(buf=Buffer.SPAD, sram=o0, y_size=r, x_size=wo,
+                             dram_addr=y.addr + i * plane_out + r0 * wo * L, dram_pitch=wo * L)]
+            tiles_out.append(tile)
+            t += 1
+    em.pipeline(tiles_out)
+
+
+def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray, w_scale: np.ndarray,
+             y_scale: float, y_zp: int, y: Act) -> None:
+    """Y[M, N] = X[M, K] @ W[K, N] (+ bias), X in (M, K/L, L): K blocks are the GEMM taps, M the walk."""
+    L, tg = em.L, em.target
+    m, k = x.shape
+    n = w_kn.shape[1]
+    kb, nb = blocks(k, L), blocks(n, L)
+    if m > 256 or kb > 32 * 32:
+        raise UserError(f"node {node} (Gemm/MatMul {m}x{k}x{n}): more than 256 rows or 1024 K blocks")
+    if x.dtype != "uint8":
+        raise UserError(f"node {node}: {x.dtype} activations; the compiler lowers uint8 QDQ models")
+    w_rows = kb * nb * L
+    a_rows, o_rows = m * kb, m * nb
+    if w_rows + a_rows + o_rows > tg.spad_rows or m > tg.acc_rows or 2 * nb > tg.const_rows:
+        raise UserError(f"node {node} (Gemm/MatMul {m}x{k}x{n}): weights do not fit SPAD/CONST; weight tiling "
+                        "is not implemented")
+    wpad = np.zeros((kb * L, nb * L), np.int64)
+    wpad[:k, :n] = w_kn
+    tiles = wpad.reshape(kb, L, nb, L).transpose(2, 0, 1, 3).astype(np.int8)  # [nb, kb, k lane, n lane]
+    w_addr = em.const(tiles, "weights")
+    full_bias = bias.astype(np.int64) - x.zero_point * w_kn.astype(np.int64).sum(axis=0)
+    c_addr = em.const(np.concatenate([_lanes(full_bias.astype(np.int32), nb, L, np.int32),
+                                      _lanes(output_scale(x.scale, np.broadcast_to(w_scale, (n,)), y_scale), nb, L,
+                                             np.float32).view(np.int32)]))
+    _quant_setup(em, x, y_zp)
+    w_base, o_base = a_rows, a_rows + w_rows
+    for insn in em.load_rows(Buffer.SPAD, w_base, w_rows, w_addr):
+        em.emit(insn)
+    em.emit(Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=2 * nb, dram_addr=c_addr, dram_pitch=4 * L))
+    l0 = min(kb, 32)
+    while kb % l0:
+        l0 -= 1
+    if kb // l0 > 32:
+        raise UserError(f"node {node}: {kb} K blocks do not factor into the GEMM's 32 x 32 taps")
+    tile = Tile(f"M {m} K {k} N {n}", ld=em.load_rows(Buffer.SPAD, 0, a_rows, x.addr))
+    for j in range(nb):
+        tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=w_base + j * kb * L, c_base=0, mx=m,
+                            my=1, l0=l0, l1=kb // l0, a_sx=kb, a_s0=1, a_s1=l0))
+        tile.ex += _bias_requant(j, nb, 1, m, o_base + j * m)
+        tile.st.append(Store(buf=Buffer.SPAD, sram=o_base + j * m, y_size=m, dram_addr=y.addr + j * L,
+                             dram_pitch=nb * L))
+    em.pipeline([tile])

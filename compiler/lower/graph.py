@@ -1,0 +1,288 @@
+"""From a QDQ model to per-op lowering calls, through onnxruntime's own fused graph.
+
+Why the fused graph: bit-exactness is defined against onnxruntime, and ORT computes a QDQ model
+by first rewriting it (QDQ groups -> QLinearConv, QGemm, QLinearAdd, QLinearAveragePool, uint8
+MaxPool). We let ORT do that rewrite (graph optimization level EXTENDED, saved to a temporary
+file) and lower exactly the integer kernels ORT runs, with their quantization parameters; a node
+ORT leaves in float (DequantizeLinear -> op -> QuantizeLinear) cannot be reproduced bit for bit
+and is rejected by name, except DQ -> ReduceMean(H, W) -> Q (global average pooling, within 1 LSB).
+The graph's float input passes through one QuantizeLinear (the binary's uint8 input, with that
+scale and zero point) and every output through one DequantizeLinear (the binary's uint8 output).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from compiler.isa.program import IOTensor
+from compiler.lower import conv, vector
+from compiler.lower.emitter import Act, Emitter, act_bytes
+from costmodel.errors import UserError
+
+
+def fused_model(qdq_path: str | Path):
+    """onnxruntime's optimized (QDQ-fused) version of the model at ``qdq_path``."""
+    import onnx
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as work:
+        out = Path(work) / "fused.onnx"
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        so.optimized_model_filepath = str(out)
+        so.intra_op_num_threads = 1
+        try:
+            ort.InferenceSession(str(qdq_path), so, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - ORT rejects the user's model
+            raise UserError(f"{qdq_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})") from None
+        return onnx.load(str(out))
+
+
+class GraphLowering:
+    """Walks the fused graph in order and lowers each node; activations live in DRAM between nodes."""
+
+    def __init__(self, model, em: Emitter) -> None:
+        from onnx import numpy_helper
+
+        self.model, self.em = model, em
+        self.consts = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+        self.acts: dict[str, Act] = {}
+        self.consumers: dict[str, list] = {}
+        self.producer: dict[str, object] = {}
+        for n in model.graph.node:
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(n)
+            for o in n.output:
+                self.producer[o] = n
+        self.graph_inputs = {i.name: i for i in model.graph.input if i.name not in self.consts}
+        self.graph_outputs = [o.name for o in model.graph.output]
+        self.io: list[IOTensor] = []
+
+    # --- helpers -------------------------------------------------------------------------------
+    def c(self, node, index: int, what: str) -> np.ndarray:
+        if index >= len(node.input) or not node.input[index]:
+            raise UserError(f"node {node.name} ({node.op_type}): missing input {index} ({what})")
+        name = node.input[index]
+        if name not in self.consts:
+            raise UserError(f"node {node.name} ({node.op_type}): {what} {name!r} is not a constant; "
+                            "the compiler needs constant weights and quantization parameters")
+        return self.consts[name]
+
+    def act(self, node, index: int) -> Act:
+        name = node.input[index]
+        if name not in self.acts:
+            raise UserError(f"node {node.name} ({node.op_type}): input {name!r} is not a quantized tensor the "
+                            "accelerator holds (it comes from a float op)")
+        return self.acts[name]
+
+    def out(self, node, shape: tuple[int, ...], scale, zp, index: int = 0) -> Act:
+        zp = np.asarray(zp)
+        dtype = "uint8" if zp.dtype == np.uint8 else "int8"
+        a = self.em.new_act(node.output[index], shape, float(np.asarray(scale).reshape(-1)[0]),
+                            int(zp.reshape(-1)[0]), dtype)
+        self.acts[node.output[index]] = a
+        return a
+
+    @staticmethod
+    def attrs(node) -> dict:
+        from onnx import helper
+
+        return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+    # --- the walk ------------------------------------------------------------------------------
+    def run(self) -> None:
+        handlers: dict[str, Callable] = {
+            "QuantizeLinear": self.quantize, "DequantizeLinear": self.dequantize, "QLinearConv": self.qconv,
+            "QGemm": self.qgemm, "QLinearMatMul": self.qmatmul, "QLinearAdd": self.qadd,
+            "MaxPool": self.maxpool, "QLinearAveragePool": self.avgpool,
+            "QLinearGlobalAveragePool": self.gap, "ReduceMean": self.reduce_mean,
+            "Reshape": self.reshape, "Flatten": self.reshape, "Squeeze": self.reshape, "Unsqueeze": self.reshape,
+        }
+        for node in self.model.graph.node:
+            handler = handlers.get(node.op_type)
+            if handler is None:
+                raise UserError(f"node {node.name or node.output[0]} ({node.op_type}): the target cannot execute "
+                                f"{node.op_type} (ORT runs it in float, or no lowering exists); supported: "
+                                f"{sorted(handlers)}")
+            handler(node)
+        missing = [o for o in self.graph_outputs if o not in {t.name for t in self.io}]
+        if missing:
+            raise UserError(f"graph output(s) {missing} are not produced by a DequantizeLinear of an accelerator "
+                            "tensor")
+
+    def expose_all(self) -> None:
+        """Every activation not yet in the I/O table becomes an extra output (same DRAM bytes)."""
+        named = {t.name for t in self.io}
+        for name, a in self.acts.items():
+            if name not in named and a.addr not in {t.addr for t in self.io if t.direction == "input"}:
+                self.io.append(IOTensor(name, "output", a.dtype, a.shape, a.layout + str(self.em.L), a.addr, a.scale,
+                                        a.zero_point))
+
+    def _layer(self, node) -> None:
+        self.em.begin_layer(node.name or node.output[0], node.op_type)
+
+    def quantize(self, node) -> None:
+        src = node.input[0]
+        if src in self.graph_inputs:
+            vi = self.graph_inputs[src].type.tensor_type
+            shape = tuple(d.dim_value if d.dim_value > 0 else 1 for d in vi.shape.dim)
+            a = self.out(node, shape, self.c(node, 1, "scale"), self.c(node, 2, "zero point"))
+            a.name = src
+            self.io.append(IOTensor(src, "input", a.dtype, shape, a.layout + str(self.em.L), a.addr, a.scale,
+                                    a.zero_point))
+        elif self.producer.get(src) is None or self.producer[src].op_type != "ReduceMean":
+            raise UserError(f"node {node.name} (QuantizeLinear): quantizes {src!r}, a float tensor computed on the "
+                            "host; only graph inputs may be quantized")
+
+    def dequantize(self, node) -> None:
+        y = node.output[0]
+        if y in self.graph_outputs:
+            a = self.act(node, 0)
+            self.io.append(IOTensor(y, "output", a.dtype, a.shape, a.layout + str(self.em.L), a.addr, a.scale,
+                                    a.zero_point))
+            return
+        users = self.consumers.get(y, [])
+        if not all(u.op_type == "ReduceMean" for u in users):
+            raise UserError(f"node {users[0].name} ({users[0].op_type}): onnxruntime runs this op in float "
+                            "(DequantizeLinear -> op -> QuantizeLinear); the target has no float unit")
+
+    def qconv(self, node) -> None:
+        at = self.attrs(node)
+        x = self.act(node, 0)
+        w = self.c(node, 3, "weight")
+        if np.any(self.c(node, 5, "weight zero point") != 0):
+            raise UserError(f"node {node.name} (QLinearConv): asymmetric weights (w_zp != 0) are not supported")
+        if len(w.shape) != 4:
+            raise UserError(f"node {node.name} (QLinearConv): only 2-D convolution is lowered")
+        pads = tuple(at.get("pads", [0, 0, 0, 0]))
+        if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise UserError(f"node {node.name} (QLinearConv): auto_pad is not supported; export explicit pads")
+        spec = conv.ConvSpec(w=w, bias=self.consts[node.input[8]] if len(node.input) > 8 and node.input[8]
+                             else np.zeros(w.shape[0], np.int32), w_scale=self.c(node, 4, "weight scale"),
+                             stride=tuple(at.get("strides", [1, 1])), pads=(pads[0], pads[1], pads[2], pads[3]),
+                             dilation=tuple(at.get("dilations", [1, 1])), group=int(at.get("group", 1)),
+                             y_scale=float(self.c(node, 6, "y scale")), y_zp=int(self.c(node, 7, "y zero point")))
+        ho, wo = conv._out_dims(x, spec)
+        y = self.out(node, (1, w.shape[0], ho, wo), spec.y_scale, self.c(node, 7, "y zero point"))
+        self._layer(node)
+        if spec.group == 1:
+            conv.lower_conv(self.em, self.em.node, x, spec, y)
+        elif spec.group == x.shape[1] == w.shape[0] and w.shape[1] == 1:
+            conv.lower_depthwise(self.em, self.em.node, x, spec, y)
+        else:
+            raise UserError(f"node {node.name} (QLinearConv): group {spec.group} with {x.shape[1]} -> {w.shape[0]} "
+                            "channels; only dense (group 1) and depthwise convolution are lowered")
+
+    def _fc(self, node, x: Act, w_kn, bias, w_scale, y_scale, y_zp) -> None:
+        if len(x.shape) != 2:
+            raise UserError(f"node {node.name} ({node.op_type}): input of shape {list(x.shape)}, expected 2-D")
+        y = self.out(node, (x.shape[0], w_kn.shape[1]), y_scale, y_zp)
+        self._layer(node)
+        conv.lower_fc(self.em, self.em.node, x, w_kn, bias, np.asarray(w_scale, np.float32).reshape(-1),
+                      float(np.asarray(y_scale)), int(np.asarray(y_zp)), y)
+
+    def qgemm(self, node) -> None:
+        at = self.attrs(node)
+        if at.get("transA", 0) or float(at.get("alpha", 1.0)) != 1.0 or len(node.input) < 8:
+            raise UserError(f"node {node.name} (QGemm): transA, alpha != 1 or a float output is not lowered")
+        if np.any(self.c(node, 5, "B zero point") != 0):
+            raise UserError(f"node {node.name} (QGemm): asymmetric weights are not supported")
+        b = self.c(node, 3, "B")
+        b = b.T if at.get("transB", 0) else b
+        bias = self.consts[node.input[6]] if node.input[6] else np.zeros(b.shape[1], np.int32)
+        self._fc(node, self.act(node, 0), b, bias, self.c(node, 4, "B scale"), self.c(node, 7, "y scale"),
+                 self.c(node, 8, "y zero point"))
+
+    def qmatmul(self, node) -> None:
+        if np.any(self.c(node, 5, "B zero point") != 0):
+            raise UserError(f"node {node.name} (QLinearMatMul): asymmetric weights are not supported")
+        b = self.c(node, 3, "B")
+        self._fc(node, self.act(node, 0), b, np.zeros(b.shape[1], np.int32), self.c(node, 4, "B scale"),
+                 self.c(node, 6, "y scale"), self.c(node, 7, "y zero point"))
+
+    def qadd(self, node) -> None:
+        a, b = self.act(node, 0), self.act(node, 3)
+        y = self.out(node, a.shape, self.c(node, 6, "C scale"), self.c(node, 7, "C zero point"))
+        self._layer(node)
+        vector.lower_add(self.em, self.em.node, a, b, y)
+
+    def _pool_attrs(self, node, x: Act) -> tuple:
+        at = self.attrs(node)
+        if len(x.shape) != 4 or at.get("ceil_mode", 0) or any(d != 1 for d in at.get("dilations", [1, 1])) \
+                or at.get("channels_last", 0) or at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise UserError(f"node {node.name} ({node.op_type}): ceil_mode, dilation, auto_pad or channels_last "
+                            "is not lowered")
+        k = tuple(at["kernel_shape"])
+        s = tuple(at.get("strides", [1, 1]))
+        p = tuple(at.get("pads", [0, 0, 0, 0]))
+        return k, s, (p[0], p[1], p[2], p[3]), at
+
+    def maxpool(self, node) -> None:
+        x = self.act(node, 0)
+        k, s, p, _ = self._pool_attrs(node, x)
+        ho, wo = vector.pool_out(x.shape[2], x.shape[3], k, s, p)
+        y = self.out(node, (1, x.shape[1], ho, wo), x.scale, np.asarray(x.zero_point, np.uint8))
+        self._layer(node)
+        vector.lower_pool(self.em, self.em.node, x, y, k, s, p, "max")
+
+    def avgpool(self, node) -> None:
+        x = self.act(node, 0)
+        k, s, p, at = self._pool_attrs(node, x)
+        if any(p) and not at.get("count_include_pad", 0):
+            raise UserError(f"node {node.name} (AveragePool): padding with count_include_pad = 0 (a divisor that "
+                            "varies at the edges) is not lowered")
+        ho, wo = vector.pool_out(x.shape[2], x.shape[3], k, s, p)
+        y = self.out(node, (1, x.shape[1], ho, wo), self.c(node, 3, "y scale"), self.c(node, 4, "y zero point"))
+        self._layer(node)
+        vector.lower_pool(self.em, self.em.node, x, y, k, s, p, "avg")
+
+    def gap(self, node) -> None:
+        x = self.act(node, 0)
+        y = self.out(node, (1, x.shape[1], 1, 1), self.c(node, 3, "y scale"), self.c(node, 4, "y zero point"))
+        self._layer(node)
+        vector.lower_global_avg(self.em, self.em.node, x, y)
+
+    def reduce_mean(self, node) -> None:
+        dq = self.producer.get(node.input[0])
+        users = self.consumers.get(node.output[0], [])
+        if dq is None or dq.op_type != "DequantizeLinear" or len(users) != 1 or users[0].op_type != "QuantizeLinear":
+            raise UserError(f"node {node.name} (ReduceMean): only DequantizeLinear -> ReduceMean -> QuantizeLinear "
+                            "is lowered")
+        x = self.act(dq, 0)
+        at = self.attrs(node)
+        axes = at.get("axes")
+        if axes is None and len(node.input) > 1:
+            axes = self.c(node, 1, "axes").tolist()
+        if len(x.shape) != 4 or sorted(int(a) % 4 for a in (axes or [])) != [2, 3] or not at.get("keepdims", 1):
+            raise UserError(f"node {node.name} (ReduceMean): only a mean over H and W with keepdims is lowered")
+        q = users[0]
+        y = self.out(q, (1, x.shape[1], 1, 1), self.c(q, 1, "scale"), self.c(q, 2, "zero point"))
+        self._layer(node)
+        vector.lower_global_avg(self.em, self.em.node, x, y)
+
+    def reshape(self, node) -> None:
+        """Reshape/Flatten by addressing: allowed when the blocked DRAM bytes are unchanged."""
+        x = self.act(node, 0)
+        at = self.attrs(node)
+        n = int(np.prod(x.shape))
+        if node.op_type == "Reshape":
+            target = [int(d) for d in self.c(node, 1, "shape")]
+            target = [x.shape[i] if d == 0 else d for i, d in enumerate(target)]
+            shape = tuple(np.empty(n, np.uint8).reshape(target).shape)
+        elif node.op_type == "Flatten":
+            ax = int(at.get("axis", 1))
+            shape = (int(np.prod(x.shape[:ax])), int(np.prod(x.shape[ax:])))
+        else:
+            shape = tuple(d for d in x.shape if d != 1) or (1,)
+            shape = (1,) * (4 - len(shape)) + shape if node.op_type == "Unsqueeze" else shape
+        same = (len(shape) in (2, 4) and act_bytes(shape, self.em.L) == act_bytes(x.shape, self.em.L)
+                and (np.prod(x.shape[2:]) == 1 if len(x.shape) == 4 else True)
+                and (np.prod(shape[2:]) == 1 if len(shape) == 4 else True) and shape[0] == x.shape[0] == 1)
+        if not same:
+            raise UserError(f"node {node.name} ({node.op_type}): {list(x.shape)} -> {list(shape)} changes the "
+                            "channel-blocked DRAM layout; only (1, C, 1, 1) <-> (1, C) is lowered by addressing")
+        self.acts[node.output[0]] = Act(node.output[0], shape, x.addr, x.scale, x.zero_point, x.dtype)

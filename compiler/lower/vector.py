@@ -1,0 +1,166 @@
+"""Vector-unit layers: QLinearAdd (residual add), MaxPool, QLinearAveragePool and global average pooling.
+
+QLinearAdd is QADD with ``compiler.isa.numerics.qadd_params`` (bit-exact with ORT's MLAS order).
+MaxPool on uint8 is RMAX over the window; padding loads 0, the uint8 minimum, so it never wins.
+Average pooling sums exactly in int32 (RADD), subtracts ``n * x_zp`` and divides (REQUANT_DIV)
+by the float32 ``n * y_scale / x_scale``: the correctly rounded mean. onnxruntime instead sums the
+*dequantized* values in float32 and divides twice (QLinearAveragePool: ``nearbyintf(sum / n /
+y_scale + zp)``; DequantizeLinear -> ReduceMean -> QuantizeLinear likewise), and with equal input
+and output scales the exact mean is a tie (k + 0.5) for one window sum in n, which ORT's float
+rounding sends either way: those outputs differ by one LSB. The tests check 0 LSB against the exact
+rational mean and at most 1 LSB against onnxruntime (docs/compiler.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.isa import Buffer, Engine, Load, Reg, Src1Mode, Store, Vec, VecOp
+from compiler.isa.numerics import qadd_params
+from compiler.lower.emitter import Act, Emitter, Tile, act_bytes, blocks, f32_bits
+from costmodel.errors import UserError
+
+_WALK = 256  # VEC mx / my limit
+
+
+def _flat_walks(n: int) -> list[tuple[int, int, int]]:
+    """(offset, mx, my) pieces covering n consecutive rows with VEC walks."""
+    full, rem = divmod(n, _WALK)
+    out = []
+    for r0 in range(0, full, _WALK):
+        out.append((r0 * _WALK, _WALK, min(_WALK, full - r0)))
+    if rem:
+        out.append((full * _WALK, rem, 1))
+    return out
+
+
+def _u8(node: str, *acts: Act) -> None:
+    for a in acts:
+        if a.dtype != "uint8":
+            raise UserError(f"node {node}: {a.dtype} tensor {a.name!r}; the compiler lowers uint8 QDQ models")
+
+
+def lower_add(em: Emitter, node: str, a: Act, b: Act, y: Act) -> None:
+    """Elementwise QLinearAdd of two same-shape tensors, in chunks of rows of the blocked layout."""
+    _u8(node, a, b, y)
+    if a.shape != b.shape:
+        raise UserError(f"node {node} (Add): shapes {list(a.shape)} and {list(b.shape)}; broadcasting is not "
+                        "lowered")
+    rows = act_bytes(a.shape, em.L) // em.L
+    chunk = min(rows, (em.target.spad_rows // 6) // _WALK * _WALK or em.target.spad_rows // 6)
+    sa, sb, off = qadd_params(a.scale, a.zero_point, b.scale, b.zero_point, y.scale, y.zero_point)
+    for reg, v in ((Reg.QADD_SA, sa), (Reg.QADD_SB, sb), (Reg.QADD_OFF, off)):
+        em.setreg(Engine.EX, reg, f32_bits(v))
+    em.setreg(Engine.EX, Reg.QMIN, 0)
+    em.setreg(Engine.EX, Reg.QMAX, 255)
+    vb = em.L
+    tiles = []
+    for t, r0 in enumerate(range(0, rows, chunk)):
+        n = min(chunk, rows - r0)
+        base = (t % 2) * 3 * chunk
+        pa, pb, po = base, base + chunk, base + 2 * chunk
+        tile = Tile(f"rows {r0}-{r0 + n - 1}")
+        tile.ld = em.load_rows(Buffer.SPAD, pa, n, a.addr + r0 * vb) + em.load_rows(Buffer.SPAD, pb, n, b.addr + r0 * vb)
+        tile.ex = [Vec(op=VecOp.QADD, u8=True, src1_mode=Src1Mode.ROW, dst=po + o, src0=pa + o, src1=pb + o, mx=mx,
+                       my=my, sx=1, sy=mx) for o, mx, my in _flat_walks(n)]
+        tile.st = [Store(buf=Buffer.SPAD, sram=po + o, y_size=min(4096, n - o), dram_addr=y.addr + (r0 + o) * vb,
+                         dram_pitch=vb) for o in range(0, n, 4096)]
+        tiles.append(tile)
+    em.pipeline(tiles)
+
+
+def pool_out(h: int, w: int, k: tuple[int, int], s: tuple[int, int], pads: tuple[int, int, int, int]
+             ) -> tuple[int, int]:
+    return (h + pads[0] + pads[2] - k[0]) // s[0] + 1, (w + pads[1] + pads[3] - k[1]) // s[1] + 1
+
+
+def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], stride: tuple[int, int],
+               pads: tuple[int, int, int, int], mode: str) -> None:
+    """Max (RMAX) or average (RADD + REQUANT) pooling over windows; tiles = (channel block, output rows)."""
+    _u8(node, x, y)
+    L, tg = em.L, em.target
+    _, c, h, w = x.shape
+    kh, kw = kernel
+    ho, wo = pool_out(h, w, kernel, stride, pads)
+    if kh > 16 or kw > 16 or stride[1] > 15 or max(pads) > 7 or wo > 256:
+        raise UserError(f"node {node} ({mode} pool): kernel {kernel}, stride {stride}, pads {pads} or output width "
+                        f"{wo} exceed the VEC walk (16 taps per axis, sx <= 15, pads <= 7, 256 columns)")
+    wp = w + pads[1] + pads[3]
+
+    def rin(r: int) -> int:
+        return (r - 1) * stride[0] + kh
+
+    rows = next((r for r in range(min(ho, 256, tg.acc_rows // wo), 0, -1)
+                 if 2 * rin(r) * wp + 2 * r * wo <= tg.spad_rows), 0)
+    if rows == 0:
+        raise UserError(f"node {node}: one output row of the pool does not fit SPAD")
+    n = kh * kw
+    if mode == "avg":
+        em.setreg(Engine.LD, Reg.PADVAL, x.zero_point)  # count_include_pad: a pad contributes x - zp = 0
+        _avg_setup(em, x, y, n)
+    in_half, out_base = rin(rows) * wp, 2 * rin(rows) * wp
+    tiles, t = [], 0
+    for i in range(blocks(c, L)):
+        for r0 in range(0, ho, rows):
+            r = min(rows, ho - r0)
+            a0, o0 = (t % 2) * in_half, out_base + (t % 2) * rows * wo
+            p0, p1 = r0 * stride[0], (r0 + r - 1) * stride[0] + kh
+            lo, hi = max(p0 - pads[0], 0), min(p1 - pads[0], h)
+            tile = Tile(f"block {i} rows {r0}-{r0 + r - 1}")
+            tile.ld = [Load(buf=Buffer.SPAD, padsel=mode == "avg", sram=a0, y_size=hi - lo, x_size=w,
+                            dram_addr=x.addr + (i * h + lo) * w * L, dram_pitch=w * L,
+                            y_pad0=max(0, pads[0] - p0), y_pad1=max(0, p1 - pads[0] - h), x_pad0=pads[1],
+                            x_pad1=pads[3])]
+            walk = {"mx": wo, "my": r, "l0": kw, "l1": kh, "sx": stride[1], "sy": stride[0] * wp, "s0": 1, "s1": wp}
+            if mode == "max":
+                tile.ex = [Vec(op=VecOp.RMAX, init=True, u8=True, dst=o0, src0=a0, **walk)]
+            else:
+                tile.ex = [Vec(op=VecOp.RADD, init=True, u8=True, dst_buf=Buffer.ACC, src0=a0, dst=0, **walk),
+                           *_avg_finish(0, o0, wo, r)]
+            tile.st = [Store(buf=Buffer.SPAD, sram=o0, y_size=r, x_size=wo,
+                             dram_addr=y.addr + (i * ho + r0) * wo * L, dram_pitch=wo * L)]
+            tiles.append(tile)
+            t += 1
+    em.pipeline(tiles)
+
+
+def _avg_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
+    """EX registers: S0 = -n * x_zp, S1 = the float32 divisor n * y_scale / x_scale (exactly n when the
+    scales are equal, as the quantizer makes them for pooling: then every tie is seen as a tie)."""
+    scale = np.float32(n) * np.float32(y.scale) / np.float32(x.scale)
+    em.setreg(Engine.EX, Reg.S0, -n * x.zero_point)
+    em.setreg(Engine.EX, Reg.S1, f32_bits(scale))
+    em.setreg(Engine.EX, Reg.OUT_ZP, y.zero_point)
+    em.setreg(Engine.EX, Reg.QMIN, 0)
+    em.setreg(Engine.EX, Reg.QMAX, 255)
+
+
+def _avg_finish(acc: int, dst: int, mx: int, my: int) -> list:
+    walk = {"mx": mx, "my": my, "sx": 1, "sy": mx}
+    return [Vec(op=VecOp.ADD, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG, dst=acc, src0=acc,
+                src1=int(Reg.S0), **walk),
+            Vec(op=VecOp.REQUANT_DIV, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG,
+                dst=dst, src0=acc, src1=int(Reg.S1), **walk)]
+
+
+def lower_global_avg(em: Emitter, node: str, x: Act, y: Act) -> None:
+    """Mean over H x W of every channel: RADD chunks of at most 16 x 16 taps into one ACC row per block."""
+    _u8(node, x, y)
+    L, tg = em.L, em.target
+    _, c, h, w = x.shape
+    cb = blocks(c, L)
+    plane = h * w
+    if cb * plane + cb > tg.spad_rows or plane > 4095 or cb > 256:
+        raise UserError(f"node {node} (global average pool): the {c}x{h}x{w} input does not fit SPAD")
+    _avg_setup(em, x, y, plane)
+    out = cb * plane
+    tile = Tile("all", ld=em.load_rows(Buffer.SPAD, 0, cb * plane, x.addr))
+    first = True
+    for r0 in range(0, h, 16):
+        for c0 in range(0, w, 16):
+            tile.ex.append(Vec(op=VecOp.RADD, init=first, u8=True, dst_buf=Buffer.ACC, dst=0, src0=r0 * w + c0,
+                               mx=1, my=cb, l0=min(16, w - c0), l1=min(16, h - r0), sy=plane, s0=1, s1=w))
+            first = False
+    tile.ex += _avg_finish(0, out, 1, cb)
+    tile.st = [Store(buf=Buffer.SPAD, sram=out, y_size=cb, dram_addr=y.addr, dram_pitch=L)]
+    em.pipeline([tile])

@@ -1,0 +1,121 @@
+"""Quantization path: an fp32 ONNX model (or a zoo name) becomes an int8 QDQ model, the reference.
+
+Choice of types: per-channel symmetric int8 weights (zero point 0, so ``-x_zp * sum(w)`` folds
+into the int32 bias exactly) and **uint8 (QUInt8) activations**. Why uint8: onnxruntime's CPU
+provider fuses uint8 QDQ groups into its integer kernels (QLinearConv, QGemm, QLinearAdd,
+QLinearAveragePool) for every node of the graphs we tried, whereas with int8 activations it inserts
+s8->u8 conversions and leaves some Conv nodes in fp32 (DQ -> Conv -> Q), whose float accumulation
+order cannot be reproduced bit for bit. The ISA reads uint8 activations natively (GEMM dtype u8,
+VEC ``u8``), so nothing is lost on the accelerator side.
+
+Calibration uses seeded standard-normal inputs (or the user's ``.npy`` arrays), MinMax method.
+An already-quantized model (any QuantizeLinear/DequantizeLinear/QLinear* node) is kept as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from costmodel.errors import UserError
+
+_QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd"}
+_ONNX_FLOAT = {1: np.float32}
+
+
+def is_quantized(model) -> bool:
+    """True when the graph already carries quantization (QDQ or QLinear operators)."""
+    return any(n.op_type in _QUANT_OPS for n in model.graph.node)
+
+
+def _input_specs(model) -> dict[str, tuple[tuple[int, ...], int]]:
+    inits = {i.name for i in model.graph.initializer}
+    specs = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        t = vi.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in t.shape.dim)
+        specs[vi.name] = (dims, t.elem_type)
+    return specs
+
+
+def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed: int,
+                      samples: int = 4) -> list[dict[str, np.ndarray]]:
+    """The calibration set: the user's arrays (leading axis = samples if one more axis than the
+    input) or ``samples`` seeded standard-normal draws per input."""
+    specs = _input_specs(model)
+    for name, (_, elem) in specs.items():
+        if elem not in _ONNX_FLOAT:
+            raise UserError(f"model input {name!r} has ONNX element type {elem}, expected float32 for quantization "
+                            "(give an already-quantized QDQ model instead)")
+    if calibration is not None:
+        missing = sorted(set(specs) - set(calibration))
+        if missing:
+            raise UserError(f"calibration data lacks model input(s) {missing}; the model's inputs are {sorted(specs)}")
+        feeds: list[dict[str, np.ndarray]] = []
+        for name, (shape, _) in specs.items():
+            a = np.asarray(calibration[name], np.float32)
+            batch = a[None] if a.shape == shape else a
+            if batch.shape[1:] != shape:
+                raise UserError(f"calibration input {name!r}: shape {a.shape}, expected {shape} or (samples, *{shape})")
+            for i, sample in enumerate(batch):
+                if i == len(feeds):
+                    feeds.append({})
+                feeds[i][name] = sample
+        return feeds
+    rng = np.random.default_rng(seed)
+    return [{n: rng.standard_normal(s).astype(np.float32) for n, (s, _) in specs.items()} for _ in range(samples)]
+
+
+def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str, np.ndarray] | None = None,
+                   seed: int = 0) -> Path:
+    """Write the int8 QDQ model of ``src`` to ``dst`` (atomically); a quantized ``src`` is copied."""
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    src, dst = Path(src), Path(dst)
+    try:
+        model = onnx.load(str(src))
+    except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
+        raise UserError(f"{src}: cannot load the ONNX model ({str(exc).splitlines()[0] if str(exc) else exc})") from None
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    os.close(fd)
+    try:
+        if is_quantized(model):
+            onnx.save(model, tmp)
+        else:
+            feeds = calibration_feeds(model, calibration, seed)
+
+            class _Reader(CalibrationDataReader):
+                def __init__(self) -> None:
+                    self._it = iter(feeds)
+
+                def get_next(self):
+                    return next(self._it, None)
+
+            with tempfile.TemporaryDirectory() as work:
+                pre = Path(work) / "pre.onnx"
+                try:
+                    quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+                    quantize_static(str(pre), tmp, _Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                                    extra_options={"WeightSymmetric": True})
+                except UserError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - ORT's quantizer rejects the graph: say why
+                    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    raise UserError(f"{src}: onnxruntime.quantization cannot quantize this graph ({msg})") from None
+            qmodel = onnx.load(tmp)
+            if not any(n.op_type == "QuantizeLinear" for n in qmodel.graph.node):
+                raise UserError(f"{src}: quantization produced no QuantizeLinear node: the graph has no op "
+                                "onnxruntime quantizes (Conv, MatMul, Gemm, Add, pooling)")
+        os.replace(tmp, dst)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return dst
