@@ -228,6 +228,11 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
         raise lines.error(("hardware",), str(exc)) from None
     knobs = [_knob(n, k, base, lines, ("knobs", n)) for n, k in spec.knobs.items()]
     knob_names = {k.name for k in knobs}
+    taken = set(metric_names([])) | {"fps"}
+    for n in spec.knobs:
+        if n in taken or "." in n or not n.isidentifier():
+            raise lines.error(("knobs", n), f"knob name {n!r} must be an identifier that is not a metric or "
+                              f"'fps' (taken: {', '.join(sorted(taken))})")
     for k in knobs:
         if k.expr is not None and (bad := sorted(k.expr.names - knob_names)):
             raise lines.error(("knobs", k.name, "expr"), f"unknown knob(s) {', '.join(bad)} "

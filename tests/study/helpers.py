@@ -22,7 +22,7 @@ def small_study(tmp: Path, *, sampler: str = "grid", trials: int = 12, name: str
         "knobs": {
             "rows": {"path": "levels.buffer.fanout.y", "choices": [2, 4]},
             "cols": {"path": "levels.buffer.fanout.x", "choices": [1, 2, 4]},
-            "macs": {"path": "mac.count", "expr": "rows * cols"},
+            "pes": {"path": "mac.count", "expr": "rows * cols"},
             "glb": {"path": "levels.buffer.capacity", "choices": [1, 4], "format": "{} KiB"},
         },
         "objectives": [{"metric": "energy_pj"}, {"metric": "latency_ms"}],

@@ -26,7 +26,7 @@ workloads:
 knobs:
   rows: {path: levels.buffer.fanout.y, choices: [2, 4]}
   glb: {path: "levels[1].capacity", low: 256, high: 4096, log: true}
-  macs: {path: mac.count, expr: rows * 2}
+  pes: {path: mac.count, expr: rows * 2}
 objectives:
   - {metric: energy_pj}
 """
@@ -46,7 +46,7 @@ def _error(tmp_path: Path, text: str) -> str:
 
 def test_good_study_loads(tmp_path: Path) -> None:
     s = load_study(_write(tmp_path, GOOD))
-    assert [k.name for k in s.knobs] == ["rows", "glb", "macs"]
+    assert [k.name for k in s.knobs] == ["rows", "glb", "pes"]
     assert s.knobs[1].path == ("levels", 1, "capacity") and s.knobs[1].is_int and s.knobs[1].log
     assert s.knobs[0].path == ("levels", 1, "fanout", "y")
 
@@ -66,8 +66,8 @@ def test_good_study_loads(tmp_path: Path) -> None:
          "s.yaml:5: workloads[0].model: 'no_such_net' is not a zoo model"),
         ("layers: [{kind: matmul, m: 8, k: 8, n: 8}]", "model: missing.onnx",
          "s.yaml:5: workloads[0].model: ONNX file 'missing.onnx' does not exist"),
-        ("expr: rows * 2", "expr: __import__('os').getpid()", "s.yaml:9: knobs.macs.expr:"),
-        ("expr: rows * 2", "expr: rows * depth", "s.yaml:9: knobs.macs.expr: unknown knob(s) depth"),
+        ("expr: rows * 2", "expr: __import__('os').getpid()", "s.yaml:9: knobs.pes.expr:"),
+        ("expr: rows * 2", "expr: rows * depth", "s.yaml:9: knobs.pes.expr: unknown knob(s) depth"),
         ("hardware: tiny", "hardware: no_such_hw", "s.yaml:2: hardware:"),
         ("choices: [2, 4]}", "choices: [2, 4], low: 1, high: 2}", "s.yaml:7: knobs.rows: expected exactly one of"),
         ("name: t", "name: t\nsampler: {kind: annealing}", "s.yaml:2: sampler.kind:"),
@@ -89,8 +89,13 @@ def test_bad_constraints(tmp_path: Path) -> None:
     assert "workloads[0].fps: a constraint uses fps" in _error(tmp_path, bad_fps)
 
 
+def test_knob_name_must_not_be_a_metric(tmp_path: Path) -> None:
+    text = GOOD.replace("  rows: {", "  area_mm2: {")
+    assert "s.yaml:7: knobs.area_mm2: knob name 'area_mm2' must be an identifier" in _error(tmp_path, text)
+
+
 def test_derived_cycle(tmp_path: Path) -> None:
-    text = GOOD.replace("expr: rows * 2", "expr: other + 1}\n  other: {path: mac.energy_pj, expr: macs * 2")
+    text = GOOD.replace("expr: rows * 2", "expr: other + 1}\n  other: {path: mac.energy_pj, expr: pes * 2")
     assert "cycle" in _error(tmp_path, text)
 
 
@@ -103,7 +108,7 @@ def test_knobs_write_the_config(tmp_path: Path) -> None:
     """Values land at their paths: the resolved Architecture shows them (4 KiB of 8-bit words = 4096)."""
     s = load_study(small_study(tmp_path))
     values = knob_values(s.knobs, {"rows": 4, "cols": 2, "glb": 4})
-    assert values["macs"] == 8
+    assert values["pes"] == 8
     arch = architecture_from_dict(apply_knobs(s.base_config, s.knobs, values))
     buf = arch.level("buffer")
     assert (buf.fanout_y, buf.fanout_x, buf.capacity_words, arch.num_pes) == (4, 2, 4096, 8)

@@ -1,0 +1,134 @@
+"""Sweeps on optuna: the grid is covered once, the Pareto set equals brute force, constraints work,
+the table round-trips through CSV, and several workers finish each trial exactly once."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from costmodel.errors import UserError
+from dse.study.design import evaluate_design, load_layers
+from dse.study.pareto import pareto_mask
+from dse.study.results import pareto_table, parquet_available, trials_table, write_tables
+from dse.study.runner import run_study
+from dse.study.schema import load_study
+from tests.study.helpers import small_study, study_app
+
+
+def _naive_front(points: dict[tuple, tuple[float, float]]) -> set[tuple]:
+    """Brute-force Pareto set (both objectives minimized): keep p unless some q is <= everywhere, < once."""
+    return {p for p, a in points.items()
+            if not any(all(x <= y for x, y in zip(b, a, strict=True)) and b != a for b in points.values())}
+
+
+@pytest.fixture(scope="module")
+def grid_run(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("grid")
+    res = run_study(small_study(tmp, trials=100))  # capped at the 12 grid points
+    return res, trials_table(res.study, res.optuna_study)
+
+
+def test_grid_covers_every_point_once(grid_run) -> None:
+    res, table = grid_run
+    assert len(table) == 12 and (table["state"] == "COMPLETE").all()
+    seen = set(map(tuple, table[["rows", "cols", "glb"]].to_numpy().tolist()))
+    assert seen == set(itertools.product([2, 4], [1, 2, 4], [1, 4]))
+    assert (table["pes"] == table["rows"] * table["cols"]).all()
+
+
+def test_pareto_equals_bruteforce_grid(grid_run) -> None:
+    """Every grid point evaluated directly (no optuna), then the front by a naive double loop."""
+    res, table = grid_run
+    study = res.study
+    layers = load_layers(study)
+    points = {}
+    for rows, cols, glb in itertools.product([2, 4], [1, 2, 4], [1, 4]):
+        d = evaluate_design(study, layers, {"rows": rows, "cols": cols, "glb": glb})
+        assert d.invalid is None
+        if d.feasible:
+            points[(rows, cols, glb)] = (d.metrics["energy_pj"], d.metrics["latency_ms"])
+    front = pareto_table(study, table)
+    got = set(map(tuple, front[["rows", "cols", "glb"]].to_numpy().tolist()))
+    assert got == _naive_front(points) and got
+    # optuna's own Pareto set (it reads the constraints set with trial.set_constraint) agrees
+    assert {t.number for t in res.optuna_study.best_trials} == set(front["trial"])
+
+
+def test_constraints_mark_infeasible(tmp_path: Path) -> None:
+    """An area budget between the smallest and largest design splits the grid by area."""
+    res = run_study(small_study(tmp_path, constraints=["area_mm2 <= 0.03"]))
+    table = trials_table(res.study, res.optuna_study)
+    assert table["feasible"].any() and not table["feasible"].all()
+    np.testing.assert_array_equal(table["feasible"], table["area_mm2"] <= 0.03)
+    assert set(pareto_table(res.study, table)["trial"]) == {t.number for t in res.optuna_study.best_trials}
+
+
+def test_tables_round_trip(grid_run, tmp_path: Path) -> None:
+    res, table = grid_run
+    files = write_tables(table, tmp_path)
+    back = pd.read_csv(tmp_path / "trials.csv")
+    assert len(back) == 12 and {"rows", "cols", "glb", "pes", "energy_pj", "area_mm2", "feasible"} <= set(back)
+    np.testing.assert_allclose(back["energy_pj"], table["energy_pj"])
+    assert ((tmp_path / "trials.parquet") in files) == parquet_available()
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_invalid_design_is_pruned_with_reason(tmp_path: Path) -> None:
+    """A config with more MACs than the fan-outs give is invalid: pruned, with the config's error."""
+    path = small_study(tmp_path, trials=2)
+    text = path.read_text().replace("expr: rows * cols", "expr: rows * cols + 1")
+    path.write_text(text)
+    res = run_study(path)
+    table = trials_table(res.study, res.optuna_study)
+    assert (table["state"] == "PRUNED").all() and not table["feasible"].any()
+    assert table["invalid"].str.contains("mac.count").all()
+
+
+def test_two_workers_finish_each_trial_once(tmp_path: Path) -> None:
+    res = run_study(small_study(tmp_path, sampler="random", trials=8), workers=2)
+    trials = res.optuna_study.get_trials()
+    assert sorted(t.number for t in trials) == list(range(8))
+    assert all(t.state.name == "COMPLETE" for t in trials)
+    assert len({t.user_attrs["worker"] for t in trials}) == 2
+
+
+def test_sweep_cli_and_bad_file(tmp_path: Path) -> None:
+    path = small_study(tmp_path, sampler="random", trials=3)
+    r = CliRunner().invoke(study_app(), ["sweep", str(path), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "out" / "trials.csv").exists()
+    r = CliRunner().invoke(study_app(), ["results", str(tmp_path / "out"), "--json"])
+    assert r.exit_code == 0, r.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(path.read_text().replace("levels.buffer.capacity", "levels.buffer.capacty"))
+    r = CliRunner().invoke(study_app(), ["sweep", str(bad)])
+    assert isinstance(r.exception, UserError) and "bad.yaml:" in str(r.exception)
+    assert "unknown field 'capacty'" in str(r.exception)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=40),
+       st.lists(st.sampled_from(["minimize", "maximize"]), min_size=3, max_size=3))
+def test_pareto_mask_matches_naive(rows: list[tuple[int, int, int]], dirs: list[str]) -> None:
+    sign = [1 if d == "minimize" else -1 for d in dirs]
+    pts = [tuple(s * v for s, v in zip(sign, r, strict=True)) for r in rows]
+    want = [not any(all(b <= a for a, b in zip(p, q, strict=True)) and q != p for q in pts) for p in pts]
+    assert pareto_mask(np.array(rows), dirs).tolist() == want
+
+
+def test_load_study_relative_hardware(tmp_path: Path) -> None:
+    """A hardware path in the study file is relative to the file, not to the current directory."""
+    import shutil
+
+    from costmodel.arch import HWCONFIGS
+
+    shutil.copy(HWCONFIGS / "tiny.yaml", tmp_path / "my_hw.yaml")
+    path = small_study(tmp_path, hardware="my_hw.yaml")
+    assert load_study(path).hw_source == tmp_path / "my_hw.yaml"
