@@ -36,7 +36,7 @@ def grid_run(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_grid_covers_every_point_once(grid_run) -> None:
-    res, table = grid_run
+    _, table = grid_run
     assert len(table) == 12 and (table["state"] == "COMPLETE").all()
     seen = set(map(tuple, table[["rows", "cols", "glb"]].to_numpy().tolist()))
     assert seen == set(itertools.product([2, 4], [1, 2, 4], [1, 4]))
@@ -71,7 +71,7 @@ def test_constraints_mark_infeasible(tmp_path: Path) -> None:
 
 
 def test_tables_round_trip(grid_run, tmp_path: Path) -> None:
-    res, table = grid_run
+    _, table = grid_run
     files = write_tables(table, tmp_path)
     back = pd.read_csv(tmp_path / "trials.csv")
     assert len(back) == 12 and {"rows", "cols", "glb", "pes", "energy_pj", "area_mm2", "feasible"} <= set(back)

@@ -1,0 +1,76 @@
+"""A sweep killed with SIGKILL in the middle of a trial resumes: exactly N finished trials, none
+repeated, and the same trials and results as an uninterrupted run with the same seed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from dse.study.runner import create, load_study_dir, open_storage, run_study
+from tests.study.helpers import small_study
+
+REPO = Path(__file__).resolve().parents[2]
+N = 14  # TPE: 10 random start-up trials, then 4 that depend on the history
+
+
+def _states(out: Path) -> list[optuna.trial.FrozenTrial]:
+    study = load_study_dir(out)
+    return create(study, open_storage(out, None)).get_trials()
+
+
+def _signature(trials: list[optuna.trial.FrozenTrial]) -> list[tuple]:
+    return [(t.number, t.state.name, tuple(sorted(t.params.items())), tuple(t.values or ())) for t in trials]
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_sigkill_mid_trial_then_resume(tmp_path: Path, sampler: str) -> None:
+    ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
+    ref_dir.mkdir()
+    run_dir.mkdir()
+    # a larger mapper budget makes each trial long (~0.1-0.3 s) so that the kill lands inside one
+    extra = {"mapper": {"max_evaluations": 1500}}
+    ref = run_study(small_study(ref_dir, sampler=sampler, trials=N, **extra))
+    path = small_study(run_dir, sampler=sampler, trials=N, **extra)
+    out = run_dir / "out"
+    code = ("import sys; from tests.study.helpers import study_app; "
+            "study_app()(['sweep', sys.argv[1], '--no-progress'])")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    killed_running = None
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            if not (out / "study.journal").exists():
+                continue
+            trials = _states(out)
+            done = sum(t.state.name == "COMPLETE" for t in trials)
+            running = [t.number for t in trials if t.state.name == "RUNNING"]
+            if done >= N // 2 and running:
+                os.kill(proc.pid, signal.SIGKILL)
+                killed_running = running[0]
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    assert killed_running is not None, "the sweep ended before it could be killed mid-trial"
+    before = _states(out)
+    assert [t.state.name for t in before].count("RUNNING") == 1  # the kill left one trial hanging
+    finished_before = {t.number: t for t in before if t.state.name == "COMPLETE"}
+
+    res = run_study(path)
+    after = res.optuna_study.get_trials()
+    assert res.resumed == 1
+    assert len(after) == N and all(t.state.name == "COMPLETE" for t in after)
+    assert [t.number for t in after] == list(range(N))
+    for n, t in finished_before.items():  # nothing finished was re-run
+        assert after[n].datetime_complete == t.datetime_complete
+    assert _signature(after) == _signature(ref.optuna_study.get_trials())
