@@ -1,5 +1,5 @@
 """The fast mapper (default): an evolutionary search over tilings, loop orders and keep choices,
-finished by an exact-neighbourhood local search; seeded, deterministic, with an evaluation budget.
+finished by an exact-neighbourhood iterated local search; seeded, deterministic, with an evaluation budget.
 
 Genome per candidate: one factorization-table row per dimension (``rows [D]``), random keys per
 level and dimension whose ranks are the loop order, and a keep option. Mutation moves one prime
@@ -7,7 +7,14 @@ factor of one dimension between two slots (temporal or spatial; :func:`neighbour
 one level, or flips one keep choice; crossover mixes dimensions and levels of two parents. Every
 generation is one batch through ``evaluate_batch``. The local search then repeatedly evaluates, in
 one batch per round, all single prime moves, every keep option, and every loop-order class of each
-level (:mod:`dse.mapspace.orders`) around the incumbent, and moves to the best until none improves.
+level (:mod:`dse.mapspace.orders`) around the incumbent (prime moves together with every keep
+option, since tile sizes change what fits), and moves to the best until none improves; then it kicks
+the result (two dimensions re-split at random, maybe another keep option, one more mutation) and
+descends again while the budget lasts. The neighbourhood also holds every other split of each
+dimension (tables up to 512 rows) and, for each fan-out, pairs of dimensions trading a place on it
+(one prime leaves, another enters), which single moves cannot reach without a half-idle array. Half of the first
+random tilings come from the 32 spatial unrollings with the best lower bounds
+(:mod:`dse.mappers.bounds`).
 
 Deterministic for a given seed and budget; ``time_limit_s`` stops early (results then depend on
 machine speed, so tests use the evaluation budget).
@@ -21,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from costmodel.evaluate import evaluate_batch
+from dse.mappers.bounds import lower_bounds
 from dse.mappers.exhaustive import no_fit_error
 from dse.mappers.objectives import Objective
 from dse.mappers.result import MapperResult, ParetoPoint, final_mapping
@@ -57,6 +65,10 @@ class _Search:
         self.state, self.eval_kw = state, eval_kw
         self._nbrs: dict[int, list[np.ndarray]] = {}
         self.seen: set[bytes] = set()
+        t_s, sx_s, sy_s = ms.spatial_factors()
+        e_lb, l_lb = lower_bounds(ms, t_s, sx_s, sy_s)
+        spatial_lb = obj.bound(e_lb, l_lb).min(axis=1)
+        self.top_spatial = np.argsort(spatial_lb, kind="stable")[:32] if len(spatial_lb) else None
 
     # ---- helpers ---------------------------------------------------------------------------------
     def left(self) -> int:
@@ -100,8 +112,14 @@ class _Search:
 
     # ---- phases ----------------------------------------------------------------------------------
     def initial(self, n: int) -> _Genomes:
+        """Random tilings: half uniform, half inside the spatial unrollings with the best bounds
+        (the bounds rank unrollings well by utilization and operand traffic)."""
         ms, rng = self.ms, self.rng
         pos = rng.integers(0, ms.num_tilings, size=n)
+        if self.top_spatial is not None:
+            m = self.top_spatial[rng.integers(len(self.top_spatial), size=n // 2)]
+            lo, hi = ms._combo_cum[m], ms._combo_cum[m + 1]
+            pos[: n // 2] = lo + (rng.random(n // 2) * (hi - lo)).astype(np.int64)
         rows = ms.tiling_rows_at(pos)
         t, sx, sy = ms.decode(rows)
         fit = ms.capacity_ok(t, sx, sy)
@@ -150,40 +168,129 @@ class _Search:
             generation -= 1
         self.pop, self.scores = pop, scores
 
-    def local(self, g: _Genomes, score: float) -> None:
-        """Best-improvement descent over the exact neighbourhood of one candidate."""
+    def _variants(self, g: _Genomes, rows: np.ndarray, keep: np.ndarray | None = None,
+                  ranks: np.ndarray | None = None) -> tuple[_Genomes, np.ndarray]:
+        n = len(rows) if ranks is None else len(ranks)
+        base = np.repeat(self.ranks(g), n, axis=0) if ranks is None else ranks
+        keep = np.repeat(g.keep, n) if keep is None else keep
+        return _Genomes(rows, np.repeat(g.keys, n, axis=0), keep), base
+
+    def neighbourhood(self, g: _Genomes, level: int) -> list[tuple[_Genomes, np.ndarray]]:
+        """Moves around ``g``, cheapest kind first (level 0), as (genomes, ranks) parts."""
         ms = self.ms
-        while self.left() > 0:
-            cands, ranks = [], []
-            base_rank = self.ranks(g)[0]
+        k = len(ms.keep_options)
+        out = []
+        if level == 0:  # single prime moves, keep options, every order class of each level
             for di in range(len(ms.dims)):
                 nb = self.nbrs(di)[g.rows[0, di]]
                 if nb.size:
                     rows = np.repeat(g.rows, nb.size, axis=0)
                     rows[:, di] = nb
-                    cands.append(_Genomes(rows, np.repeat(g.keys, nb.size, axis=0), np.repeat(g.keep, nb.size)))
-                    ranks.append(np.repeat(base_rank[None], nb.size, axis=0))
-            k = len(ms.keep_options)
-            cands.append(_Genomes(np.repeat(g.rows, k, axis=0), np.repeat(g.keys, k, axis=0), np.arange(k)))
-            ranks.append(np.repeat(base_rank[None], k, axis=0))
-            t, _, _ = ms.decode(g.rows)
-            masks = ms.active_masks(t)[0]
+                    out.append(self._variants(g, rows))
+            out.append(self._variants(g, np.repeat(g.rows, k, axis=0), np.arange(k)))
+            masks = ms.active_masks(ms.decode(g.rows)[0])[0]
+            base = self.ranks(g)[0]
             for li in range(ms.n_levels):
                 cls = ms.order_ranks(li, int(masks[li]))
-                r = np.repeat(base_rank[None], len(cls), axis=0)
+                r = np.repeat(base[None], len(cls), axis=0)
                 r[:, li] = cls
-                n = len(cls)
-                cands.append(_Genomes(np.repeat(g.rows, n, axis=0), np.repeat(g.keys, n, axis=0),
-                                      np.repeat(g.keep, n)))
-                ranks.append(r)
-            all_g, all_r = _Genomes.cat(cands), np.concatenate(ranks)
+                out.append(self._variants(g, np.repeat(g.rows, len(cls), axis=0), ranks=r))
+        elif level == 1:  # every other split of one dimension; prime moves with every keep option
+            for di in range(len(ms.dims)):
+                n = len(ms.tables[di].table)
+                if 1 < n <= 512:
+                    rows = np.repeat(g.rows, n, axis=0)
+                    rows[:, di] = np.arange(n)
+                    out.append(self._variants(g, rows))
+                nb = self.nbrs(di)[g.rows[0, di]]
+                if nb.size:
+                    rows = np.repeat(g.rows, nb.size * k, axis=0)
+                    rows[:, di] = np.repeat(nb, k)
+                    out.append(self._variants(g, rows, np.tile(np.arange(k), nb.size)))
+        else:  # two dimensions trade a place on a fan-out
+            pair = self.spatial_swaps(g)
+            if pair is not None:
+                out.append((pair, np.repeat(self.ranks(g), len(pair), axis=0)))
+        return out
+
+    def local(self, g: _Genomes, score: float) -> tuple[_Genomes, float]:
+        """Variable-neighbourhood descent: take the best move of the cheapest neighbourhood that
+        improves, and go back to the cheapest after every move; stop when none improves."""
+        level = 0
+        while self.left() > 0 and level < 3:
+            parts = self.neighbourhood(g, level)
+            if not parts:
+                level += 1
+                continue
+            all_g = _Genomes.cat([p for p, _ in parts])
+            all_r = np.concatenate([r for _, r in parts])
             sc = self.evaluate(all_g, all_r)
             i = int(np.argmin(sc))
             if not sc[i] < score:
-                return
-            score = float(sc[i])
+                level += 1
+                continue
+            score, level = float(sc[i]), 0
             # keys that reproduce the winner's ranks, so the next round starts from it
             g = _Genomes(all_g.rows[i:i + 1], all_r[i:i + 1].astype(np.float64), all_g.keep[i:i + 1])
+        return g, score
+
+    def spatial_swaps(self, g: _Genomes, cap: int = 4096) -> _Genomes | None:
+        """Two dimensions trade a place on one fan-out: one's prime leaves it, another's enters.
+
+        Single moves cannot do this without passing through a half-idle array (much worse), so the
+        descent would never cross; with every keep option, sampled down to ``cap`` candidates."""
+        ms = self.ms
+        sp = [t.group_spatial for t in ms.tables]
+        start = [np.searchsorted(t.group_start, np.arange(len(t.table)), side="right") - 1 for t in ms.tables]
+        rows = []
+        for j in range(len(ms.fanouts)):
+            out, into = [], []
+            for di in range(len(ms.dims)):
+                here = sp[di][start[di][g.rows[0, di]], j]
+                nb = self.nbrs(di)[g.rows[0, di]]
+                there = sp[di][start[di][nb], j]
+                out.append(nb[there < here])
+                into.append(nb[there > here])
+            for a in range(len(ms.dims)):
+                for b in range(len(ms.dims)):
+                    if a == b or not out[a].size or not into[b].size:
+                        continue
+                    ra, rb = np.meshgrid(out[a], into[b], indexing="ij")
+                    r = np.repeat(g.rows, ra.size, axis=0)
+                    r[:, a], r[:, b] = ra.ravel(), rb.ravel()
+                    rows.append(r)
+        if not rows:
+            return None
+        r = np.concatenate(rows)
+        k = len(ms.keep_options)
+        r = np.repeat(r, k, axis=0)
+        keep = np.tile(np.arange(k), len(r) // k)
+        if len(r) > cap:
+            pick = np.sort(self.rng.choice(len(r), cap, replace=False))
+            r, keep = r[pick], keep[pick]
+        return _Genomes(r, np.repeat(g.keys, len(r), axis=0), keep)
+
+    def iterate(self, g: _Genomes, score: float) -> None:
+        """Iterated local search: kick the incumbent with a few random moves, descend, keep the
+        better, until the budget is spent."""
+        stale = 0
+        while self.left() > 0 and stale < 200:
+            kick = g.take(np.zeros(1, np.int64))
+            kick.rows = kick.rows.copy()
+            for di in self.rng.choice(len(self.ms.dims), size=2, replace=False):  # re-split two dims
+                kick.rows[0, di] = self.rng.integers(len(self.ms.tables[di].table))
+            if self.rng.random() < 0.5:
+                kick.keep = self.rng.integers(len(self.ms.keep_options), size=1)
+            kick = self.mutate(kick)
+            sc = self.evaluate(kick)
+            if not np.isfinite(sc[0]):
+                stale += 1
+                continue
+            new, new_score = self.local(kick, float(sc[0]))
+            if new_score < score:
+                g, score, stale = new, new_score, 0
+            else:
+                stale += 1
 
 
 def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
@@ -200,7 +307,7 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
     state = SearchState(obj, track_pareto=pareto)
     deadline = t0 + time_limit_s if time_limit_s is not None else np.inf
     s = _Search(ms, obj, rng, max_evaluations, deadline, state, eval_kw)
-    explore = int(max_evaluations * 0.6)
+    explore = int(max_evaluations * 0.25)
     s.budget = explore
     pop = s.initial(min(4 * population, max(population, explore // 3)))
     scores = s.evaluate(pop)
@@ -214,10 +321,15 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
     s.evolve(pop, scores, generation=10**9, elite=elite)
     s.budget = max_evaluations
     order = np.argsort(s.scores, kind="stable")
+    best_g, best_score = None, np.inf
     for j in order[:4]:  # descend from the best few distinct starting points
         if not np.isfinite(s.scores[j]) or s.left() <= 0:
             break
-        s.local(s.pop.take(np.array([j])), float(s.scores[j]))
+        g, sc = s.local(s.pop.take(np.array([j])), float(s.scores[j]))
+        if sc < best_score:
+            best_g, best_score = g, sc
+    if best_g is not None:
+        s.iterate(best_g, best_score)
     best = final_mapping(problem, arch, state.best, 0)
     front = None
     if pareto and state.front is not None:

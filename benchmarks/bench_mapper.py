@@ -1,0 +1,185 @@
+"""Mapper benchmark: per zoo model and config, the fast mapper's wall time, evaluations and totals;
+and (``--quality``) the fast mapper against the exhaustive optimum on a set of small-to-medium layers.
+
+Network mode: each distinct layer shape of the model is mapped once (identical shapes share the
+result, counted with their multiplicity in the totals), in ``--workers`` processes. It prints wall
+seconds, mappings evaluated, evaluations per second, and total energy, latency (layers run one after
+another) and EDP. The baseline, run in the same process: random valid mappings
+(``costmodel.random_mappings``) with as many evaluations as the fast mapper used on each layer; the
+ratio is its EDP over the fast mapper's.
+
+Quality mode: for each layer and config, the exhaustive mapper (``--exhaustive-limit`` seconds each;
+a result that hit the limit is marked incomplete and left out of the statistics) against the fast
+mapper with the default budget. It prints each EDP ratio, and the geometric mean and the worst.
+
+    python benchmarks/bench_mapper.py [--models resnet18] [--configs tpu_like] [--workers 2]
+    python benchmarks/bench_mapper.py --quality [--configs tiny eyeriss_like] [--exhaustive-limit 60]
+
+ZigZag (``zigzag-dse``) is not installed in this environment, so no time ratio to it is printed.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import math
+import multiprocessing as mp
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from costmodel.arch import HWCONFIGS, load_architecture
+from costmodel.errors import UserError
+from costmodel.evaluate import evaluate_batch
+from costmodel.problem import conv2d, depthwise_conv2d, fully_connected, matmul
+from costmodel.random_mappings import random_mappings
+from dse.mappers import map_layer
+
+QUALITY_LAYERS = {
+    # small-to-medium layers of the kinds in the zoo (shapes chosen to keep the exhaustive mapper
+    # tractable): pointwise, 3x3, 7x7, strided, depthwise, matmul, attention (batched), fully connected
+    "pw_16_16_8": conv2d(16, 16, 8, 8, kernel=1),
+    "pw_32_16_7": conv2d(32, 16, 7, 7, kernel=1),
+    "pw_8_32_14": conv2d(8, 32, 14, 14, kernel=1),
+    "pw_s2_16_32_8": conv2d(16, 32, 8, 8, kernel=1, stride=2),
+    "pw_64_64_4": conv2d(64, 64, 4, 4, kernel=1),
+    "c3_8_8_8": conv2d(8, 8, 8, 8, kernel=3, padding=1),
+    "c3_16_16_6": conv2d(16, 16, 6, 6, kernel=3, padding=1),
+    "c3_4_16_10": conv2d(4, 16, 10, 10, kernel=3),
+    "c3_s2_8_16_9": conv2d(8, 16, 9, 9, kernel=3, stride=2),
+    "c3_s2_16_16_8": conv2d(16, 16, 8, 8, kernel=3, stride=2, padding=1),
+    "c3_32_32_4": conv2d(32, 32, 4, 4, kernel=3, padding=1),
+    "c3_dil2_8_8_8": conv2d(8, 8, 8, 8, kernel=3, padding=2, dilation=2),
+    "c7_s2_3_16_16": conv2d(3, 16, 16, 16, kernel=7, stride=2, padding=3),
+    "c7_3_8_10": conv2d(3, 8, 10, 10, kernel=7, padding=3),
+    "c5_4_8_8": conv2d(4, 8, 8, 8, kernel=5, padding=2),
+    "c1d_16_16_32": conv2d(16, 16, 1, 32, kernel=(1, 5), padding=(0, 2)),
+    "dw3_16_8": depthwise_conv2d(16, 8, 8, kernel=3, padding=1),
+    "dw3_32_7": depthwise_conv2d(32, 7, 7, kernel=3, padding=1),
+    "dw3_s2_16_10": depthwise_conv2d(16, 10, 10, kernel=3, stride=2),
+    "dw5_8_8": depthwise_conv2d(8, 8, 8, kernel=5, padding=2),
+    "grp4_16_16_6": conv2d(16, 16, 6, 6, kernel=3, padding=1, groups=4),
+    "mm_16_16_16": matmul(16, 16, 16),
+    "mm_32_8_32": matmul(32, 8, 32),
+    "mm_8_64_16": matmul(8, 64, 16),
+    "mm_64_16_8": matmul(64, 16, 8),
+    "attn_qk_b4_16_8": matmul(16, 8, 16, batch=4),
+    "attn_pv_b4_16_16": matmul(16, 16, 8, batch=4),
+    "attn_qk_b2_32_16": matmul(32, 16, 32, batch=2),
+    "fc_64_32": fully_connected(64, 32),
+    "fc_128_10_r4": fully_connected(128, 10, rows=4),
+}
+
+
+def _map_one(args):
+    problem, cfg, evals, seed = args
+    arch = load_architecture(cfg)
+    try:
+        r = map_layer(problem, arch, mapper="fast", seed=seed, max_evaluations=evals)
+    except UserError as exc:
+        return None, str(exc)
+    return (r.metrics, r.mappings_evaluated), None
+
+
+def _random_edp(problem, arch, n, seed):
+    b = random_mappings(problem, arch, n, seed=seed)
+    ev = evaluate_batch(problem, arch, b)
+    return float(ev.energy_pj[ev.edp.argmin()]), float(ev.latency_s[ev.edp.argmin()])
+
+
+def network(models, configs, evals, workers, baseline):
+    from dse import workloads
+
+    print(f"{'model':<20} {'config':<22} {'layers':>6} {'shapes':>6} {'wall s':>7} {'evals':>9} "
+          f"{'evals/s':>9} {'energy uJ':>11} {'latency ms':>11} {'EDP J*s':>10} {'rand/fast':>9}")
+    pool = mp.get_context("fork").Pool(workers) if workers > 1 else None
+    for model in models:
+        w = workloads.load(model)
+        counts = Counter(layer.problem for layer in w.mac_layers())
+        shapes = list(counts)
+        for cfg in configs:
+            arch = load_architecture(cfg)
+            t0 = time.perf_counter()
+            jobs = [(p, cfg, evals, 0) for p in shapes]
+            out = pool.map(_map_one, jobs) if pool else [_map_one(j) for j in jobs]
+            wall = time.perf_counter() - t0
+            energy = latency_s = 0.0
+            n_eval, failed = 0, []
+            r_energy = r_latency = 0.0
+            for p, (res, err) in zip(shapes, out):
+                if res is None:
+                    failed.append(err)
+                    continue
+                metrics, used = res
+                n_eval += used
+                energy += counts[p] * metrics["energy_pj"]
+                latency_s += counts[p] * metrics["latency_s"]
+                if baseline:
+                    try:
+                        e, lat = _random_edp(p, arch, used, 0)
+                    except RuntimeError:
+                        e, lat = math.nan, math.nan
+                    r_energy += counts[p] * e
+                    r_latency += counts[p] * lat
+            edp = energy * 1e-12 * latency_s
+            ratio = (r_energy * 1e-12 * r_latency) / edp if baseline and edp else math.nan
+            print(f"{model:<20} {cfg:<22} {sum(counts.values()):>6} {len(shapes):>6} {wall:>7.2f} {n_eval:>9} "
+                  f"{n_eval / wall:>9.0f} {energy * 1e-6:>11.2f} {latency_s * 1e3:>11.3f} {edp:>10.3e} "
+                  f"{ratio:>9.2f}", flush=True)
+            for err in failed:
+                print(f"    unmapped layer: {err}", flush=True)
+    if pool:
+        pool.close()
+
+
+def quality(configs, limit):
+    print(f"{'layer':<20} {'config':<22} {'fast/opt':>9} {'exh s':>7} {'exh evals':>10} {'fast s':>7} complete")
+    for cfg in configs:
+        arch = load_architecture(cfg)
+        ratios = []
+        for name, p in QUALITY_LAYERS.items():
+            try:
+                fast = map_layer(p, arch, mapper="fast")
+                ex = map_layer(p, arch, mapper="exhaustive", time_limit_s=limit)
+            except UserError as exc:
+                print(f"{name:<20} {cfg:<22} no mapping: {exc}")
+                continue
+            r = fast.metrics["edp"] / ex.metrics["edp"]
+            done = bool(ex.stats.get("complete", 1))
+            if done:
+                ratios.append(r)
+            print(f"{name:<20} {cfg:<22} {r:>9.4f} {ex.search_seconds:>7.1f} {ex.mappings_evaluated:>10} "
+                  f"{fast.search_seconds:>7.2f} {'yes' if done else 'NO (limit)'}", flush=True)
+        if ratios:
+            geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            print(f"== {cfg}: {len(ratios)} layers proven optimal; fast/optimum EDP geomean {geo:.4f}, "
+                  f"worst {max(ratios):.4f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="*", default=["resnet18"])
+    ap.add_argument("--configs", nargs="*", default=None, help="default: tpu_like (network), tiny (quality)")
+    ap.add_argument("--evals", type=int, default=20_000, help="fast mapper budget per layer shape")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--quality", action="store_true")
+    ap.add_argument("--exhaustive-limit", type=float, default=60.0)
+    args = ap.parse_args()
+    if args.configs == ["all"]:
+        args.configs = sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
+    if args.quality:
+        quality(args.configs or ["tiny"], args.exhaustive_limit)
+    else:
+        network(args.models, args.configs or ["tpu_like"], args.evals, args.workers, not args.no_baseline)
+
+
+if __name__ == "__main__":
+    main()
