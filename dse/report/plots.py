@@ -1,0 +1,155 @@
+"""The report's figures (matplotlib, Agg backend), each a function returning a Figure.
+
+Every figure has the same pixel size (``SIZE`` at ``DPI``) so reports lay out predictably and tests
+can check it. Figures are drawn inside ``plt.style.context("default")``: optuna's matplotlib helpers
+change the global style, and a report must not depend on what ran before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from costmodel.arch import Architecture
+    from dse.study.metrics import LayerResult
+
+SIZE = (8.0, 4.5)
+DPI = 100  # 800 x 450 px
+
+
+def _figure() -> tuple[Figure, Any]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=SIZE, dpi=DPI, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _knob_label(row: pd.Series, knobs: list[str]) -> str:
+    return ", ".join(f"{k}={row[k]:g}" if isinstance(row[k], (int, float)) else f"{k}={row[k]}" for k in knobs)
+
+
+def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str], knobs: list[str]) -> Figure:
+    """First two objectives (or the objective by trial): feasible coloured by area, infeasible grey,
+    the front as a step line, each front point labelled with its knob values."""
+    fig, ax = _figure()
+    done = table[table["state"] == "COMPLETE"]
+    x_name, y_name = (objectives[0], objectives[1]) if len(objectives) > 1 else ("trial", objectives[0])
+    bad = done[~done["feasible"]]
+    ok = done[done["feasible"]]
+    ax.scatter(bad[x_name], bad[y_name], c="0.75", s=18, label="infeasible")
+    if len(ok):
+        sc = ax.scatter(ok[x_name], ok[y_name], c=ok["area_mm2"], cmap="viridis", s=22, label="feasible")
+        fig.colorbar(sc, ax=ax, label="area (mm²)")
+    if len(front):
+        f = front.sort_values(x_name)
+        ax.step(f[x_name], f[y_name], where="post", color="C3", lw=1.2, label="Pareto front")
+        for _, row in f.head(12).iterrows():
+            ax.annotate(_knob_label(row, knobs), (row[x_name], row[y_name]), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel(x_name)
+    ax.set_ylabel(y_name)
+    ax.set_title("Designs and Pareto front")
+    ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def _layer_names(layers: dict[str, list[LayerResult]]) -> list[str]:
+    multi = len(layers) > 1
+    return [f"{w}/{x.name}" if multi else x.name for w, xs in layers.items() for x in xs]
+
+
+def energy_breakdown(layers: dict[str, list[LayerResult]]) -> Figure:
+    """Stacked bars: energy of each layer (all its repeats) by component (levels, MACs, leakage)."""
+    fig, ax = _figure()
+    flat = [x for xs in layers.values() for x in xs]
+    parts = list(dict.fromkeys(k for x in flat for k in x.energy_by_level_pj))
+    names = _layer_names(layers)
+    bottom = np.zeros(len(flat))
+    for i, part in enumerate(parts):
+        vals = np.array([x.energy_by_level_pj.get(part, 0.0) * x.count for x in flat]) * 1e-6
+        ax.bar(range(len(flat)), vals, bottom=bottom, label=part, color=f"C{i % 10}")
+        bottom += vals
+    ax.set_xticks(range(len(flat)), names, rotation=70, fontsize=6, ha="right")
+    ax.set_ylabel("energy per frame (µJ)")
+    ax.set_title("Energy per layer, by level")
+    ax.legend(fontsize=7, ncols=2)
+    return fig
+
+
+def latency_breakdown(layers: dict[str, list[LayerResult]]) -> Figure:
+    """Stacked bars: compute cycles and the memory-bound excess (latency - compute) per layer."""
+    fig, ax = _figure()
+    flat = [x for xs in layers.values() for x in xs]
+    compute = np.array([x.compute_cycles * x.count for x in flat])
+    total = np.array([x.latency_cycles * x.count for x in flat])
+    idx = range(len(flat))
+    ax.bar(idx, compute, label="compute", color="C0")
+    ax.bar(idx, np.maximum(total - compute, 0), bottom=compute, label="memory-bound excess", color="C1")
+    ax.set_xticks(idx, _layer_names(layers), rotation=70, fontsize=6, ha="right")
+    ax.set_ylabel("cycles per frame")
+    ax.set_title("Latency per layer: compute vs memory bound")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def roofline(layers: dict[str, list[LayerResult]], arch: Architecture) -> Figure:
+    """Achieved MACs/cycle against operational intensity (MACs per DRAM word), under the roofs:
+    peak = all PEs busy; slope = the DRAM's read bandwidth (words/cycle)."""
+    fig, ax = _figure()
+    flat = [x for xs in layers.values() for x in xs]
+    oi = np.array([x.macs / max(x.dram_words, 1.0) for x in flat])
+    perf = np.array([x.macs / max(x.latency_cycles, 1.0) for x in flat])
+    peak = float(arch.num_pes)
+    bw = arch.levels[0].read_bw
+    xs = np.logspace(np.log10(max(oi.min() / 4, 1e-3)), np.log10(oi.max() * 4), 200)
+    roof = np.minimum(peak, bw * xs) if bw else np.full_like(xs, peak)
+    ax.loglog(xs, roof, color="k", lw=1.5, label=f"roof: {peak:g} MAC/cycle" + (f", {bw:g} words/cycle" if bw else ""))
+    ax.scatter(oi, perf, c="C3", s=22, zorder=3, label="layers")
+    for name, x, y in zip(_layer_names(layers)[:20], oi, perf, strict=False):
+        ax.annotate(name, (x, y), fontsize=5, xytext=(2, 2), textcoords="offset points")
+    ax.set_ylim(min(perf.min() / 2, peak / 100), peak * 2)
+    ax.set_xlabel("operational intensity (MACs per DRAM word)")
+    ax.set_ylabel("MACs per cycle")
+    ax.set_title(f"Roofline: {arch.name}")
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def utilization(layers: dict[str, list[LayerResult]]) -> Figure:
+    fig, ax = _figure()
+    flat = [x for xs in layers.values() for x in xs]
+    ax.bar(range(len(flat)), [x.utilization * 100 for x in flat], color="C2")
+    ax.set_xticks(range(len(flat)), _layer_names(layers), rotation=70, fontsize=6, ha="right")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("PE utilization (%)")
+    ax.set_title("Utilization per layer")
+    return fig
+
+
+def area_breakdown(area: dict[str, float]) -> Figure:
+    fig, ax = _figure()
+    parts = {k: v for k, v in area.items() if k != "total" and v > 0}
+    ax.barh(list(parts), list(parts.values()), color="C4")
+    ax.set_xlabel("area (mm²)")
+    ax.set_title(f"Area breakdown (total {area['total']:.4g} mm²)")
+    return fig
+
+
+def knob_importance(importance: pd.DataFrame) -> Figure:
+    """Grouped horizontal bars: per objective, the share of its variance each knob explains."""
+    fig, ax = _figure()
+    knobs = list(importance.index)
+    n = max(len(importance.columns), 1)
+    for j, col in enumerate(importance.columns):
+        ax.barh(np.arange(len(knobs)) + j / (n + 1), importance[col], height=1 / (n + 1), label=col)
+    ax.set_yticks(np.arange(len(knobs)) + (n - 1) / (2 * (n + 1)), knobs)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of variance explained (main effect)")
+    ax.set_title("Knob importance")
+    ax.legend(fontsize=7)
+    return fig

@@ -1,0 +1,69 @@
+"""`dse report`: one self-contained HTML page with every section and an embedded PNG per plot; the
+PNG files next to it are real images of the documented size."""
+
+from __future__ import annotations
+
+import base64
+import re
+import struct
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dse.report import SECTIONS
+from dse.report.analysis import chosen_trial, main_effects
+from dse.report.plots import DPI, SIZE
+from dse.study.runner import run_study
+from tests.study.helpers import small_study, study_app
+
+PLOTS = ("pareto", "energy", "latency", "roofline", "utilization", "area", "importance")
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    """Width and height from the PNG header (signature, then the IHDR chunk)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    run_study(small_study(tmp, sampler="random", trials=8))
+    out = tmp / "rep" / "report.html"
+    r = CliRunner().invoke(study_app(), ["report", str(tmp / "out"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_every_section_and_image(report: Path) -> None:
+    html = report.read_text()
+    want = (round(SIZE[0] * DPI), round(SIZE[1] * DPI))
+    for sec in SECTIONS:
+        m = re.search(rf'<section id="{sec}">(.*?)</section>', html, re.S)
+        assert m, f"section {sec} missing"
+        if sec in PLOTS:
+            img = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', m.group(1))
+            assert img, f"no embedded image in {sec}"
+            data = base64.b64decode(img.group(1))
+            assert _png_size(data) == want
+            assert (report.parent / "report_files" / f"{sec}.png").read_bytes() == data
+    assert "src=\"http" not in html and "<script" not in html  # self-contained
+    ppa = re.search(r'<section id="ppa">(.*?)</section>', html, re.S).group(1)
+    assert "<table" in ppa and "area_mm2" in ppa and "rows" in ppa
+
+
+def test_main_effects_hand_worked() -> None:
+    """y = 10 ** (a_effect): knob a explains all of log-variance, knob b (balanced, no effect) none."""
+    df = pd.DataFrame({"state": ["COMPLETE"] * 4, "a": [1, 1, 2, 2], "b": [1, 2, 1, 2],
+                       "y": [10.0, 10.0, 1000.0, 1000.0]})
+    imp = main_effects(df, ["a", "b"], ["y"])
+    assert imp.loc["a", "y"] == pytest.approx(1.0) and imp.loc["b", "y"] == pytest.approx(0.0)
+
+
+def test_chosen_trial_is_closest_to_ideal() -> None:
+    # normalized: t0 (0, 1), t1 (0.1, 0.1), t2 (1, 0): t1 is nearest the ideal (0, 0)
+    front = pd.DataFrame({"trial": [0, 1, 2], "e": [1.0, 1.1, 2.0], "l": [3.0, 1.2, 1.0]})
+    assert chosen_trial(front, ["e", "l"], ["minimize", "minimize"]) == 1
+    assert chosen_trial(front, ["e", "l"], ["maximize", "maximize"]) in (0, 2)
