@@ -23,7 +23,7 @@ th { background: #eee; } img { max-width: 100%; } section { margin-bottom: 2em; 
 {% if s.png %}<img alt="{{ s.title }}" src="data:image/png;base64,{{ s.b64 }}">{% endif %}
 </section>
 {% endfor %}</body></html>
-""", autoescape=False)  # noqa: S701 -- the tables are HTML from pandas; text fields are escaped below
+""", autoescape=False)  # tables are HTML from pandas; text fields are escaped in render()
 
 
 @dataclass

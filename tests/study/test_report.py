@@ -41,7 +41,7 @@ def test_every_section_and_image(report: Path) -> None:
     html = report.read_text()
     want = (round(SIZE[0] * DPI), round(SIZE[1] * DPI))
     for sec in SECTIONS:
-        m = re.search(rf'<section id="{sec}">(.*?)</section>', html, re.S)
+        m = re.search(rf'<section id="{sec}">(.*?)</section>', html, re.DOTALL)
         assert m, f"section {sec} missing"
         if sec in PLOTS:
             img = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', m.group(1))
@@ -50,7 +50,7 @@ def test_every_section_and_image(report: Path) -> None:
             assert _png_size(data) == want
             assert (report.parent / "report_files" / f"{sec}.png").read_bytes() == data
     assert "src=\"http" not in html and "<script" not in html  # self-contained
-    ppa = re.search(r'<section id="ppa">(.*?)</section>', html, re.S).group(1)
+    ppa = re.search(r'<section id="ppa">(.*?)</section>', html, re.DOTALL).group(1)
     assert "<table" in ppa and "area_mm2" in ppa and "rows" in ppa
 
 
