@@ -5,7 +5,7 @@ Network mode: each distinct layer shape of the model is mapped once (identical s
 result, counted with their multiplicity in the totals), in ``--workers`` processes. It prints wall
 seconds, mappings evaluated, evaluations per second, and total energy, latency (layers run one after
 another) and EDP. The baseline, run in the same process: random valid mappings
-(``costmodel.random_mappings``) with as many evaluations as the fast mapper used on each layer; the
+drawn from the same mapspace (constraints honoured) with as many evaluations as the fast mapper used on each layer; the
 ratio is its EDP over the fast mapper's.
 
 Quality mode: for each layer and config, the exhaustive mapper (``--exhaustive-limit`` seconds each;
@@ -33,14 +33,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from costmodel.arch import HWCONFIGS, load_architecture
 from costmodel.errors import UserError
 from costmodel.evaluate import evaluate_batch
 from costmodel.problem import conv2d, depthwise_conv2d, fully_connected, matmul
-from costmodel.random_mappings import random_mappings
 from dse.mappers import map_layer
+from dse.mapspace import Mapspace
 
 QUALITY_LAYERS = {
     # small-to-medium layers of the kinds in the zoo (shapes chosen to keep the exhaustive mapper
@@ -89,9 +91,26 @@ def _map_one(args):
 
 
 def _random_edp(problem, arch, n, seed):
-    b = random_mappings(problem, arch, n, seed=seed)
-    ev = evaluate_batch(problem, arch, b)
-    return float(ev.energy_pj[ev.edp.argmin()]), float(ev.latency_s[ev.edp.argmin()])
+    """Best EDP of ``n`` random valid mappings drawn from the same mapspace (constraints honoured)."""
+    ms = Mapspace(problem, arch)
+    rng = np.random.default_rng(seed)
+    best = (math.inf, math.nan, math.nan)
+    done = 0
+    for _ in range(50):
+        rows = ms.tiling_rows_at(rng.integers(0, ms.num_tilings, size=max(n, 1024)))
+        fit = ms.capacity_ok(*ms.decode(rows))
+        keep = (rng.random(fit.shape) * fit).argmax(axis=1)
+        ok = np.nonzero(fit.any(axis=1))[0][: n - done]
+        if ok.size:
+            ranks = np.argsort(rng.random((ok.size, ms.n_levels, len(ms.dims))), axis=2).argsort(axis=2)
+            ev = evaluate_batch(problem, arch, ms.batch(rows[ok], ranks, keep[ok]))
+            i = int(ev.edp.argmin())
+            if ev.edp[i] < best[0]:
+                best = (float(ev.edp[i]), float(ev.energy_pj[i]), float(ev.latency_s[i]))
+            done += ok.size
+        if done >= n:
+            break
+    return best[1], best[2]
 
 
 def network(models, configs, evals, workers, baseline):

@@ -64,7 +64,9 @@ class _Search:
         self.ms, self.obj, self.rng, self.budget, self.deadline = ms, obj, rng, budget, deadline
         self.state, self.eval_kw = state, eval_kw
         self._nbrs: dict[int, list[np.ndarray]] = {}
-        self.seen: set[bytes] = set()
+        self._csr: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.seen = np.zeros(0, np.int64)  # sorted hashes of the candidates evaluated so far
+        self._salt = np.random.default_rng(12345).integers(1, 2**62, size=4096, dtype=np.int64) | 1
         t_s, sx_s, sy_s = ms.spatial_factors()
         e_lb, l_lb = lower_bounds(ms, t_s, sx_s, sy_s)
         spatial_lb = obj.bound(e_lb, l_lb).min(axis=1)
@@ -81,6 +83,15 @@ class _Search:
             self._nbrs[di] = neighbour_table(self.ms.tables[di].table)
         return self._nbrs[di]
 
+    def csr(self, di: int) -> tuple[np.ndarray, np.ndarray]:
+        """The neighbour lists of dimension ``di`` as (offsets, flat indices), for vector sampling."""
+        if di not in self._csr:
+            lists = self.nbrs(di)
+            offsets = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
+            flat = np.concatenate(lists) if offsets[-1] else np.zeros(0, np.int64)
+            self._csr[di] = (offsets, flat.astype(np.int64))
+        return self._csr[di]
+
     def valid(self, g: _Genomes) -> np.ndarray:
         t, sx, sy = self.ms.decode(g.rows)
         ok = self.ms.spatial_ok(sx, sy)
@@ -96,14 +107,16 @@ class _Search:
         ranks = self.ranks(g) if ranks is None else ranks
         ok = self.valid(g)
         t, _, _ = self.ms.decode(g.rows)
-        canon = np.where(t > 1, ranks, -1)  # factor-1 loops do not order anything
+        canon = np.where(t > 1, ranks, -1).reshape(len(g), -1)  # factor-1 loops order nothing
+        key = np.concatenate([g.rows, canon, g.keep[:, None]], axis=1)
+        with np.errstate(over="ignore"):  # a 64-bit hash; a collision only skips one candidate
+            h = key @ self._salt[: key.shape[1]]
+        _, first = np.unique(h, return_index=True)
         fresh = np.zeros(len(g), bool)
-        for i in np.nonzero(ok)[0]:
-            key = g.rows[i].tobytes() + canon[i].tobytes() + int(g.keep[i]).to_bytes(4, "little")
-            if key not in self.seen:
-                self.seen.add(key)
-                fresh[i] = True
+        fresh[first] = True
+        fresh &= ok & ~np.isin(h, self.seen)
         idx = np.nonzero(fresh)[0][: max(0, self.left())]
+        self.seen = np.union1d(self.seen, h[idx])
         if idx.size:
             batch = self.ms.batch(g.rows[idx], ranks[idx], g.keep[idx])
             scores[idx] = self.state.update(batch, evaluate_batch(self.ms.problem, self.ms.arch, batch,
@@ -132,19 +145,26 @@ class _Search:
     def mutate(self, g: _Genomes) -> _Genomes:
         ms, rng = self.ms, self.rng
         g = _Genomes(g.rows.copy(), g.keys.copy(), g.keep.copy())
-        kind = rng.random(len(g))
-        for i in range(len(g)):
-            if kind[i] < 0.6:  # move a prime factor of one dimension
-                di = int(rng.integers(len(ms.dims)))
-                nb = self.nbrs(di)[g.rows[i, di]]
-                if nb.size:
-                    g.rows[i, di] = nb[rng.integers(nb.size)]
-            elif kind[i] < 0.85:  # reorder one level
-                li = int(rng.integers(ms.n_levels))
-                a, b = rng.integers(len(ms.dims), size=2)
-                g.keys[i, li, [a, b]] = g.keys[i, li, [b, a]]
-            else:  # another keep option
-                g.keep[i] = rng.integers(len(ms.keep_options))
+        n = len(g)
+        kind = rng.random(n)
+        dim = rng.integers(len(ms.dims), size=n)
+        pick = rng.random(n)
+        for di in range(len(ms.dims)):  # move a prime factor of one dimension
+            sel = np.nonzero((kind < 0.6) & (dim == di))[0]
+            if sel.size:
+                offsets, flat = self.csr(di)
+                row = g.rows[sel, di]
+                count = offsets[row + 1] - offsets[row]
+                has = count > 0
+                j = offsets[row[has]] + (pick[sel[has]] * count[has]).astype(np.int64)
+                g.rows[sel[has], di] = flat[j]
+        sel = np.nonzero((kind >= 0.6) & (kind < 0.85))[0]  # swap two loops of one level
+        li = rng.integers(ms.n_levels, size=sel.size)
+        a, b = rng.integers(len(ms.dims), size=(2, sel.size))
+        ka, kb = g.keys[sel, li, a].copy(), g.keys[sel, li, b].copy()
+        g.keys[sel, li, a], g.keys[sel, li, b] = kb, ka
+        sel = np.nonzero(kind >= 0.85)[0]  # another keep option
+        g.keep[sel] = rng.integers(len(ms.keep_options), size=sel.size)
         return g
 
     def crossover(self, a: _Genomes, b: _Genomes) -> _Genomes:
