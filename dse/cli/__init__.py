@@ -12,7 +12,16 @@ import sys
 import typer
 
 from costmodel.errors import UserError
-from dse.cli import disasm_cmd, evaluate_cmd, inspect_cmd, schema_cmd, simulate_cmd, zoo_cmd
+from dse.cli import (
+    compile_cmd,
+    disasm_cmd,
+    evaluate_cmd,
+    inspect_cmd,
+    schema_cmd,
+    simulate_cmd,
+    study_cmd,
+    zoo_cmd,
+)
 
 app = typer.Typer(
     name="dse",
@@ -22,7 +31,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (zoo_cmd, inspect_cmd, evaluate_cmd, schema_cmd, disasm_cmd, simulate_cmd):
+for _module in (zoo_cmd, inspect_cmd, evaluate_cmd, schema_cmd, study_cmd, compile_cmd, disasm_cmd, simulate_cmd):
     _module.register(app)
 
 
