@@ -22,7 +22,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from costmodel.problem import Problem
@@ -134,7 +134,7 @@ class MappingDB:
     def close(self) -> None:
         self._con.close()
 
-    def __enter__(self) -> MappingDB:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

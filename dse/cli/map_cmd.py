@@ -1,0 +1,157 @@
+"""`dse map` (every layer of a model) and `dse best-mapping` (one layer): search, backed by the
+mapping database. Tables go to stdout; the progress bar to stderr (only on a terminal)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from costmodel.errors import UserError
+
+_OBJ = "Objective: edp, energy, latency, ed2p, or a weighted mix like 'energy:1,latency:2'."
+_MAPPER = "Mapper: fast (seeded heuristic, default) or exhaustive (provably optimal over the mapspace)."
+
+
+def _db_arg(db: Path | None, no_db: bool) -> Any:
+    if no_db and db is not None:
+        raise UserError("--db and --no-db contradict each other: give one")
+    return False if no_db else (db if db is not None else True)
+
+
+def write_json_atomic(doc: dict[str, Any], path: Path) -> None:
+    """The whole document or nothing: a temp file in the same folder, then os.replace."""
+    path = Path(path)
+    if not path.parent.exists():
+        raise UserError(f"--json {path}: folder {path.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _print_network(res: Any) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from dse.cli.evaluate_cmd import _si
+
+    con = Console()
+    if not con.is_terminal:
+        con.width = max(con.width, 160)
+    tot = res.totals
+    t = Table(title=f"{res.model} on {res.arch.name} ({res.objective['name']}, {res.mapper} mapper, seed {res.seed})")
+    for col in ("layer", "kind", "mapping", "energy", "latency cycles", "util", "E share", "L share", "source"):
+        t.add_column(col, justify="right" if col not in ("layer", "kind", "mapping", "source") else "left",
+                     overflow="fold")
+    for x in res.layers:
+        m = x.metrics
+        src = ("db" if x.from_db else "search") if x.kind == "mac" else "vector model" if m["energy_pj"] else "-"
+        if x.same_as:
+            src = escape(f"= {x.same_as}")
+        t.add_row(escape(x.name), x.kind, escape(x.summary(res.arch)), _si(m["energy_pj"] * 1e-12, "J"), f"{m['latency_cycles']:,}",
+                  f"{m['utilization']:.1%}", f"{m['energy_pj'] / tot['energy_pj']:.1%}" if tot["energy_pj"] else "-",
+                  f"{m['latency_cycles'] / tot['latency_cycles']:.1%}" if tot["latency_cycles"] else "-", src)
+    con.print(t)
+    s = Table(title="totals", show_header=False)
+    s.add_column("metric")
+    s.add_column("value", justify="right")
+    for k, v in (("energy", _si(tot["energy_pj"] * 1e-12, "J")),
+                 ("latency", f"{tot['latency_cycles']:,} cycles ({_si(tot['latency_s'], 's')})"),
+                 ("EDP", f"{tot['edp']:.4g} pJ*s"), ("power", f"{tot['power_mw']:.4g} mW"),
+                 ("MACs", f"{tot['macs']:,}"), ("utilization", f"{tot['utilization']:.1%}"),
+                 ("area", f"{tot['area_mm2']:.4g} mm2"),
+                 ("searches", f"{res.searched} run, {res.from_db} from the database"),
+                 ("mappings evaluated", f"{tot['mappings_evaluated']:,}"),
+                 ("search time", f"{tot['search_seconds']:.2f} s")):
+        s.add_row(k, v)
+    con.print(s)
+    for w in res.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `map` and `best-mapping` to the root app."""
+
+    @app.command("map")
+    def map_(
+        model: Annotated[str, typer.Argument(help="An ONNX file or a zoo model name (see `dse zoo list`).")],
+        hw: Annotated[str, typer.Option("--hw", help="Hardware config: a YAML path or a name under hwconfigs/.")],
+        objective: Annotated[str, typer.Option("--objective", help=_OBJ)] = "edp",
+        mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",
+        layer: Annotated[str | None, typer.Option("--layer", help="Map only this layer (by name).")] = None,
+        seed: Annotated[int, typer.Option("--seed", help="Seed of the search.")] = 0,
+        workers: Annotated[int | None, typer.Option("--workers", min=1, help="Worker processes (default: all cores).")] = None,
+        db: Annotated[Path | None, typer.Option("--db", help="Mapping database file (default: the user cache).")] = None,
+        no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
+        json_out: Annotated[Path | None, typer.Option(
+            "--json", help="Write one JSON document to this file ('-': stdout, and no table).")] = None,
+    ) -> None:
+        """Best mapping of every layer of a model: a per-layer table and the network's totals."""
+        from dse.network import map_model
+
+        to_stdout = json_out is not None and str(json_out) == "-"
+        res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,
+                        db=_db_arg(db, no_db), progress=json_out is None, layer=layer)
+        if json_out is not None and not to_stdout:
+            write_json_atomic(res.to_dict(), json_out)
+        if to_stdout:
+            typer.echo(json.dumps(res.to_dict(), indent=2))
+            return
+        _print_network(res)
+
+    @app.command("best-mapping")
+    def best_mapping(
+        hw: Annotated[str, typer.Option("--hw", help="Hardware config: a YAML path or a name under hwconfigs/.")],
+        layer: Annotated[Path, typer.Option("--layer", help="Layer file (YAML/JSON).")],
+        objective: Annotated[str, typer.Option("--objective", help=_OBJ)] = "edp",
+        mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",
+        seed: Annotated[int, typer.Option("--seed", help="Seed of the search.")] = 0,
+        constraints: Annotated[Path | None, typer.Option(
+            "--constraints", help="Mapspace constraints (YAML), as in a hwconfig's constraints list.")] = None,
+        db: Annotated[Path | None, typer.Option("--db", help="Mapping database file (default: the user cache).")] = None,
+        no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    ) -> None:
+        """Best mapping of one layer, as a loop nest and YAML, with its metrics (instant when cached)."""
+        from dse import api
+        from dse.network import best_mapping as _best
+
+        arch = api.load_hw(hw)
+        problem = api.load_layer(layer)
+        opts = {"constraints": str(constraints)} if constraints is not None else {}
+        r = _best(problem, arch, objective=objective, mapper=mapper, seed=seed, db=_db_arg(db, no_db), **opts)
+        if as_json:
+            doc = {"hw": arch.name, "layer": problem.describe(), "mapper": mapper, "seed": seed, **r.metrics,
+                   "mapping": r.mapping.to_dict(arch), "mappings_evaluated": r.mappings_evaluated,
+                   "search_seconds": r.search_seconds, "from_db": r.from_db}
+            typer.echo(json.dumps(doc, indent=2))
+            return
+        _print_best(r, arch, problem)
+
+
+def _print_best(r: Any, arch: Any, problem: Any) -> None:
+    import yaml
+    from rich.console import Console
+
+    from dse.cli.evaluate_cmd import _print_tables
+
+    _print_tables(r.metrics, arch.name, problem.describe(), r.mapping.loop_nest(problem, arch))
+    con = Console()
+    con.print("[bold]mapping (YAML, for `dse evaluate --mapping`)[/bold]")
+    con.print(yaml.safe_dump(r.mapping.to_dict(arch), sort_keys=False, default_flow_style=None).rstrip(),
+              markup=False, highlight=False)
+    how = "from the mapping database" if r.from_db else \
+        f"{r.mappings_evaluated:,} mappings evaluated in {r.search_seconds:.2f} s"
+    con.print(f"search: {how}", markup=False, highlight=False)
