@@ -127,7 +127,7 @@ def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], 
 def _avg_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
     """EX registers: S0 = -n * x_zp, S1 = the float32 divisor n * y_scale / x_scale (exactly n when the
     scales are equal, as the quantizer makes them for pooling: then every tie is seen as a tie)."""
-    scale = np.float32(n) * np.float32(y.scale) / np.float32(x.scale)
+    scale = np.float32(n) * (np.float32(y.scale) / np.float32(x.scale))
     em.setreg(Engine.EX, Reg.S0, -n * x.zero_point)
     em.setreg(Engine.EX, Reg.S1, f32_bits(scale))
     em.setreg(Engine.EX, Reg.OUT_ZP, y.zero_point)

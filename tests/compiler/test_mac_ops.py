@@ -1,0 +1,60 @@
+"""Conv (dense, strided, padded, 3-channel first layer, depthwise), Gemm and MatMul: 0 LSB vs onnxruntime."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiler.target import Target
+from tests.compiler import graphs
+
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@SETTINGS
+@given(cin=st.integers(1, 40), cout=st.integers(1, 36), k=st.sampled_from([1, 3, 5]), stride=st.integers(1, 2),
+       h=st.integers(5, 14), w=st.integers(5, 14), relu=st.booleans(), seed=st.integers(0, 1000), data=st.data())
+def test_conv_bit_exact(cin, cout, k, stride, h, w, relu, seed, data):
+    pad = data.draw(st.integers(0, k // 2))
+    rng = np.random.default_rng(seed)
+    m = graphs.conv(rng, cin, cout, (k, k), (stride, stride), (pad,) * 4, (h, w), relu=relu)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, _ = graphs.lsb_vs_ort(m, Path(tmp), seed)
+    assert lsb == 0
+
+
+def test_first_layer_rows_tiled():
+    """3 input channels, 3x3 stride 2 pad 1 on 64x60 with a small SPAD: several row tiles, halo rows."""
+    small = Target(spad_bytes=16 * 1024, acc_bytes=16 * 1024)
+    m = graphs.conv(np.random.default_rng(3), 3, 24, (3, 3), (2, 2), (1, 1, 1, 1), (64, 60), relu=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, result, _, _) = graphs.lsb_vs_ort(m, Path(tmp), 3, small)
+    tiles = {e.tile for e in program.debug.values() if e.tile.startswith("rows")}
+    assert len(tiles) >= 3  # the output (32 rows) does not fit in one tile of this SPAD
+    assert lsb == 0
+
+
+@SETTINGS
+@given(c=st.integers(2, 40), k=st.sampled_from([3, 5]), stride=st.integers(1, 2), h=st.integers(5, 16),
+       w=st.integers(5, 16), seed=st.integers(0, 1000))
+def test_depthwise_bit_exact(c, k, stride, h, w, seed):
+    m = graphs.conv(np.random.default_rng(seed), c, c, (k, k), (stride, stride), (k // 2,) * 4, (h, w), group=c,
+                    relu=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), seed)
+    assert lsb == 0
+    assert not any(type(i).__name__ == "Gemm" for i in program.instructions)  # on the vector unit
+
+
+@SETTINGS
+@given(m=st.integers(1, 6), k=st.integers(1, 70), n=st.integers(1, 40), matmul=st.booleans(),
+       seed=st.integers(0, 1000))
+def test_gemm_matmul_bit_exact(m, k, n, matmul, seed):
+    mod = graphs.gemm(np.random.default_rng(seed), m, k, n, matmul=matmul)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, _ = graphs.lsb_vs_ort(mod, Path(tmp), seed)
+    assert lsb == 0
