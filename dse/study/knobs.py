@@ -5,8 +5,8 @@ A path is dot-separated; list items are picked by index or by their ``name`` fie
 the hwconfig format (:class:`costmodel.arch.HwConfig`) when the study loads, so a typo fails before
 the first trial. A knob is one of: ``choices`` (categorical), a ``low``/``high`` range (int or
 float, optional ``step`` and ``log``), or ``expr`` (derived from other knobs, e.g.
-``mac.count = rows * cols``). ``format`` turns the number into the text the config expects
-(``"{} KiB"``).
+``mac.count = rows * cols``), or ``presets`` (named choices that each set several paths, e.g. a
+dataflow). ``format`` turns the number into the text the config expects (``"{} KiB"``).
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ class Knob:
     is_int: bool = False
     expr: Expr | None = None
     format: str | None = None
+    presets: dict[str, tuple[tuple[PathKey, Any], ...]] | None = None
 
     @property
     def derived(self) -> bool:
@@ -144,5 +145,9 @@ def apply_knobs(base: dict[str, Any], knobs: list[Knob], values: dict[str, Any])
     """A copy of the config data with every knob's value written at its path."""
     data = copy.deepcopy(base)
     for k in knobs:
-        set_path(data, k.path, k.config_value(values[k.name]))
+        if k.presets is not None:
+            for path, v in k.presets[values[k.name]]:
+                set_path(data, path, copy.deepcopy(v))
+        else:
+            set_path(data, k.path, k.config_value(values[k.name]))
     return data

@@ -42,10 +42,14 @@ class WorkloadSpec(_Strict):
 
 
 class KnobSpec(_Strict):
-    """A hardware knob: exactly one of choices, low/high, or expr."""
+    """A hardware knob: exactly one of choices, low/high, expr, or presets."""
 
-    path: str = Field(description="Field path into the hardware config, e.g. levels.buffer.capacity.")
+    path: str | None = Field(None, description="Field path into the hardware config, e.g. "
+                             "levels.buffer.capacity (not with presets).")
     choices: list[Any] | None = Field(None, min_length=1, description="Categorical values.")
+    presets: dict[str, dict[str, Any]] | None = Field(
+        None, min_length=1, description="Named choices that each set several fields: {LABEL: {PATH: VALUE}}, "
+        "e.g. a dataflow that changes the systolic mode, a PE register and a constraint together.")
     low: Number | None = Field(None, description="Range lower bound (inclusive).")
     high: Number | None = Field(None, description="Range upper bound (inclusive).")
     step: Number | None = Field(None, gt=0, description="Range step (not with log).")
@@ -142,13 +146,25 @@ class Study:
 def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: tuple) -> Knob:
     from costmodel.arch import HwConfig
 
+    if spec.presets is not None:
+        if spec.path is not None or spec.choices is not None or spec.expr is not None or spec.low is not None:
+            raise lines.error(at, "presets set their own paths: no path, choices, low/high or expr with them")
+        presets = {}
+        for label, fields in spec.presets.items():
+            try:
+                presets[label] = tuple((resolve_path(p, base, HwConfig), v) for p, v in fields.items())
+            except ValueError as exc:
+                raise lines.error((*at, "presets", label), str(exc)) from None
+        return Knob(name, (), choices=tuple(presets), presets=presets)
+    if spec.path is None:
+        raise lines.error(at, "a knob needs a path (or presets)")
     try:
         path = resolve_path(spec.path, base, HwConfig)
     except ValueError as exc:
         raise lines.error((*at, "path"), f"{exc}") from None
     forms = [spec.choices is not None, spec.low is not None or spec.high is not None, spec.expr is not None]
     if sum(forms) != 1:
-        raise lines.error(at, "expected exactly one of: choices, low+high, expr")
+        raise lines.error(at, "expected exactly one of: choices, low+high, expr, presets")
     if spec.expr is not None:
         try:
             expr = parse(spec.expr)

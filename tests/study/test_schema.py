@@ -153,3 +153,19 @@ def test_expressions_reject_non_arithmetic(text: str) -> None:
 def test_comparison() -> None:
     lhs, op, rhs = parse_comparison("latency_ms <= 1000 / fps")
     assert op == "<=" and lhs.names == {"latency_ms"} and rhs.evaluate({"fps": 40}) == 25
+
+
+def test_presets_set_several_fields(tmp_path: Path) -> None:
+    text = GOOD.replace("knobs:\n", "knobs:\n  flavour:\n    presets:\n"
+                        "      fast: {clock: 1 GHz, technology.dram: LPDDR5}\n"
+                        "      slow: {clock: 100 MHz, 'levels.rf.holds': [W]}\n")
+    s = load_study(_write(tmp_path, text))
+    k = s.knobs[0]
+    assert k.choices == ("fast", "slow")
+    base = s.base_config
+    slow = apply_knobs(base, [k], {"flavour": "slow"})
+    assert slow["clock"] == "100 MHz" and slow["levels"][2]["holds"] == ["W"] and base["levels"][2]["holds"] != ["W"]
+    fast = architecture_from_dict(apply_knobs(base, [k], {"flavour": "fast"}))
+    assert fast.clock_hz == 1e9 and fast.dram_type == "LPDDR5"
+    bad = text.replace("technology.dram", "technology.dramm")
+    assert "s.yaml:9: knobs.flavour.presets.fast: technology.dramm: unknown field 'dramm'" in _error(tmp_path, bad)
