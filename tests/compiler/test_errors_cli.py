@@ -1,0 +1,85 @@
+"""Bad input names what is wrong; `dse compile` writes the binary and the reference and prints a summary."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+import typer
+from onnx import TensorProto, helper
+from typer.testing import CliRunner
+
+from compiler.compile import compile_model
+from compiler.isa import read_binary
+from compiler.target import Target
+from costmodel.errors import UserError
+from dse.cli import compile_cmd
+from tests.compiler import graphs
+from tests.compiler.models import tiny_cnn
+
+
+def test_op_without_integer_kernel_names_op_and_node(tmp_path):
+    rng = np.random.default_rng(0)
+    m = graphs.conv(rng, 4, 4, (1, 1), (1, 1), (0, 0, 0, 0), (5, 5))
+    m.graph.node[0].output[0] = "c"
+    m.graph.node.append(helper.make_node("Softmax", ["c"], ["y"], name="the_softmax", axis=1))
+    onnx.save(m, tmp_path / "m.onnx")
+    with pytest.raises(UserError, match=r"the_softmax.*Softmax|Softmax.*the_softmax"):
+        compile_model(tmp_path / "m.onnx", Target())
+
+
+def test_integer_input_cannot_be_quantized(tmp_path):
+    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.INT64, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [1, 4])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "i.onnx")
+    with pytest.raises(UserError, match="input 'x'.*float32"):
+        compile_model(tmp_path / "i.onnx", Target())
+
+
+def test_missing_model_and_wrong_calibration(tmp_path):
+    with pytest.raises(UserError, match="no such ONNX file"):
+        compile_model(tmp_path / "nope.onnx", Target())
+    onnx.save(graphs.gemm(np.random.default_rng(0), 1, 8, 4), tmp_path / "g.onnx")
+    with pytest.raises(UserError, match="calibration data lacks model input"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={"other": np.zeros((1, 8), np.float32)})
+    with pytest.raises(UserError, match="calibration input 'x': shape"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={"x": np.zeros((3, 9), np.float32)})
+
+
+def test_layer_too_big_for_the_scratchpad(tmp_path):
+    tiny = Target(spad_bytes=4096, acc_bytes=4096)  # 256 SPAD rows; weights alone need 3*3*4*4*16 rows
+    onnx.save(graphs.conv(np.random.default_rng(0), 64, 64, (3, 3), (1, 1), (1, 1, 1, 1), (8, 8)), tmp_path / "c.onnx")
+    with pytest.raises(UserError, match="do not fit SPAD"):
+        compile_model(tmp_path / "c.onnx", tiny)
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    compile_cmd.register(app)
+    app.command("noop")(lambda: None)  # a second command keeps `compile` a subcommand
+    return app
+
+
+def test_cli_compile_writes_binary_and_reference(tmp_path):
+    src = tiny_cnn(tmp_path / "tiny.onnx")
+    out = tmp_path / "tiny.axb"
+    r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    program = read_binary(out)
+    assert doc["instructions"] == len(program.instructions)
+    assert doc["constants_bytes"] == len(program.constants)
+    assert [lay["op"] for lay in doc["layers"]][0] == "QLinearConv"
+    assert doc["predicted_cycles"] > 0
+    assert (tmp_path / "tiny.q.onnx").exists()
+    assert all(p.name in ("tiny.onnx", "tiny.axb", "tiny.q.onnx") for p in tmp_path.iterdir())  # no temp left
+
+
+def test_cli_compile_error_is_a_user_error(tmp_path):
+    r = CliRunner().invoke(_app(), ["compile", str(tmp_path / "x.onnx"), "--hw", "tpu_like", "-o",
+                                    str(tmp_path / "x.axb")])
+    assert isinstance(r.exception, UserError)  # dse.cli.main turns it into one line and exit 2
+    assert not (tmp_path / "x.axb").exists()
