@@ -52,9 +52,11 @@ def _bw(values: list[float | None]) -> np.ndarray:
 
 
 def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray,
-                 keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 keep: np.ndarray | None = None, per_tensor: bool = False) -> tuple[np.ndarray, ...]:
     """``(energy_lb, latency_lb)``, each [C, K], for tilings [C] with each keep option [K] of the
-    mapspace; with ``keep`` [C, L, T] (one keep choice per tiling) both are [C]."""
+    mapspace; with ``keep`` [C, L, T] (one keep choice per tiling) both are [C]. With
+    ``per_tensor``: ``(base, tensor_lb [..., T], latency_lb)`` where ``energy_lb = base +
+    tensor_lb.sum(-1)`` and ``base`` is the MAC and leakage energy."""
     arch, problem = ms.arch, ms.problem
     paired = keep is not None
     keep = np.array(keep, dtype=bool) if paired else ms.keep_options.copy()  # [K or C, L, T]
@@ -74,6 +76,7 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     steps_b = steps[:, None] if paired else steps[:, None, None]
     reads = 0.0
     writes = 0.0
+    parts = []
     for ti, t in enumerate(problem.tensors):
         distinct = np.ones(len(temporal), dtype=np.float64)
         for axis in t.axes:
@@ -82,11 +85,16 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
         n_t = float(touched(problem, t))
         kept, par = keep[:, :, ti], is_parent[:, :, ti]
         above = (kept & ~par).astype(np.float64)
+        r_t = 0.0
+        w_t = 0.0
         if t.is_output:
-            writes = writes + lift(above) * n_t + lift(par.astype(np.float64)) * mac_link
+            w_t = lift(above) * n_t + lift(par.astype(np.float64)) * mac_link
         else:
-            reads = reads + lift(above) * n_t + lift(par.astype(np.float64)) * mac_link
-            writes = writes + lift((kept & (levels[None, :] > 0)).astype(np.float64)) * n_t
+            r_t = lift(above) * n_t + lift(par.astype(np.float64)) * mac_link
+            w_t = lift((kept & (levels[None, :] > 0)).astype(np.float64)) * n_t
+        reads = reads + r_t
+        writes = writes + w_t
+        parts.append((r_t, w_t))
     reads = reads + np.zeros_like(steps_b)
     writes = writes + np.zeros_like(steps_b)
     per_level = (sx * sy).prod(axis=2)  # [C, L]
@@ -97,6 +105,31 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     latency = np.maximum(np.maximum(rd, wr).max(axis=-1), steps_b[..., 0])
     v = level_vectors(arch)
     leak_mw = v["leak_mw"].sum() + arch.mac.leak_mw * arch.num_pes
-    energy = (problem.macs * arch.mac.energy_pj + leak_mw * PJ_PER_MW_S * latency / arch.clock_hz
-              + (reads * v["read_pj"]).sum(axis=-1) + (writes * v["write_pj"]).sum(axis=-1))
+    base = problem.macs * arch.mac.energy_pj + leak_mw * PJ_PER_MW_S * latency / arch.clock_hz
+    if per_tensor:
+        zero = np.zeros_like(reads)
+        tensor = np.stack([((r + zero) * v["read_pj"]).sum(axis=-1) + ((w + zero) * v["write_pj"]).sum(axis=-1)
+                           for r, w in parts], axis=-1)
+        return base, tensor, latency
+    energy = base + (reads * v["read_pj"]).sum(axis=-1) + (writes * v["write_pj"]).sum(axis=-1)
     return energy, latency
+
+
+def stationary_ranks(ms: Mapspace) -> dict[int, np.ndarray]:
+    """For each tensor whose every index is *rigid* (alone on an axis: W and O of a conv, all of a
+    matmul), the order [L, D] that minimizes all of its counts at once: at every level its
+    irrelevant loops innermost. For such a tensor every step that changes a relevant loop moves the
+    full tile, so each link's count is the tile times the steps outside the innermost run of
+    irrelevant loops, and this order makes that run as long as possible at every link together
+    (dse/mapspace/orders.py). Evaluating it gives the exact minimum of the tensor's energy over all
+    orders of a tiling -- a lower bound for the pair's orders."""
+    from dse.mapspace.orders import IRR, SLIDE
+
+    out = {}
+    for ti, roles in enumerate(ms.roles):
+        if SLIDE in roles:
+            continue
+        first = [d for d, r in enumerate(roles) if r != IRR] + [d for d, r in enumerate(roles) if r == IRR]
+        ranks = np.argsort(np.array(first))
+        out[ti] = np.repeat(ranks[None, :], ms.n_levels, axis=0)
+    return out
