@@ -31,7 +31,7 @@ def trials_table(study: Study, ost: optuna.Study) -> pd.DataFrame:
         knobs = t.user_attrs.get("knobs", t.params)
         metrics = t.user_attrs.get("metrics", {})
         viol = t.user_attrs.get("violations", {})
-        row = {"trial": t.number, "state": t.state.name,
+        row = {"trial": t.number, "state": t.state.name, "same_as": t.user_attrs.get("same_as"),
                "feasible": t.state.name == "COMPLETE" and all(v <= 0 for v in viol.values()),
                "invalid": t.user_attrs.get("invalid")}
         row.update({k: knobs.get(k) for k in knob_names})
@@ -46,11 +46,14 @@ def objective_columns(study: Study) -> tuple[list[str], list[str]]:
 
 
 def pareto_table(study: Study, table: pd.DataFrame) -> pd.DataFrame:
-    """Feasible trials that no other feasible trial dominates on the study's objectives, best first."""
+    """Feasible designs that no other feasible design dominates on the study's objectives, best first
+    (one row per distinct design: the first trial that evaluated it)."""
     cols, dirs = objective_columns(study)
     feas = table[table["feasible"]] if len(table) else table
     if not len(feas):
         return feas
+    knobs = [k.name for k in study.knobs]
+    feas = feas.drop_duplicates(subset=knobs) if knobs else feas  # a revisited design: its first trial
     mask = pareto_mask(feas[cols].to_numpy(dtype=np.float64), dirs)
     return feas[mask].sort_values(cols, ascending=[d == "minimize" for d in dirs])
 

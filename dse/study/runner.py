@@ -107,16 +107,32 @@ class Objective:
 
     def __call__(self, trial: optuna.trial.Trial) -> list[float]:
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
-        res = evaluate_design(self.study, self.layers, _suggest(trial, self.study))
-        trial.set_user_attr("knobs", res.values)
-        if res.invalid is not None:
-            trial.set_user_attr("invalid", res.invalid)
-            raise optuna.TrialPruned(res.invalid)
-        trial.set_user_attr("metrics", res.metrics)
-        trial.set_user_attr("violations", res.violations)
-        for key, v in res.violations.items():
+        sampled = _suggest(trial, self.study)
+        same = self._earlier(trial, sampled)
+        if same is not None:  # samplers revisit designs: reuse the result, it is deterministic
+            trial.set_user_attr("same_as", same.number)
+            attrs = same.user_attrs
+            knobs, invalid = attrs.get("knobs", {}), attrs.get("invalid")
+            metrics, violations = attrs.get("metrics", {}), attrs.get("violations", {})
+        else:
+            res = evaluate_design(self.study, self.layers, sampled)
+            knobs, invalid, metrics, violations = res.values, res.invalid, res.metrics, res.violations
+        trial.set_user_attr("knobs", knobs)
+        if invalid is not None:
+            trial.set_user_attr("invalid", invalid)
+            raise optuna.TrialPruned(invalid)
+        trial.set_user_attr("metrics", metrics)
+        trial.set_user_attr("violations", violations)
+        for key, v in violations.items():
             trial.set_constraint(key, v)
-        return [res.metrics[o.metric] for o in self.study.spec.objectives]
+        return [metrics[o.metric] for o in self.study.spec.objectives]
+
+    @staticmethod
+    def _earlier(trial: optuna.trial.Trial, sampled: dict[str, Any]) -> optuna.trial.FrozenTrial | None:
+        for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+            if t.params == sampled and "knobs" in t.user_attrs and "same_as" not in t.user_attrs:
+                return t
+        return None
 
 
 def create(study: Study, storage: Any) -> optuna.Study:

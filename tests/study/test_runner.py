@@ -132,3 +132,18 @@ def test_load_study_relative_hardware(tmp_path: Path) -> None:
     shutil.copy(HWCONFIGS / "tiny.yaml", tmp_path / "my_hw.yaml")
     path = small_study(tmp_path, hardware="my_hw.yaml")
     assert load_study(path).hw_source == tmp_path / "my_hw.yaml"
+
+
+def test_revisited_designs_reuse_results(tmp_path: Path) -> None:
+    """Random sampling of a 2-point space: repeats copy the first evaluation; the front lists designs once."""
+    knobs = {"rows": {"path": "levels.buffer.fanout.y", "choices": [4]},
+             "cols": {"path": "levels.buffer.fanout.x", "choices": [2]},
+             "pes": {"path": "mac.count", "expr": "rows * cols"},
+             "glb": {"path": "levels.buffer.capacity", "choices": [1, 4], "format": "{} KiB"}}
+    res = run_study(small_study(tmp_path, sampler="random", trials=6, knobs=knobs))
+    table = trials_table(res.study, res.optuna_study)
+    assert len(table) == 6 and table[["rows", "cols"]].drop_duplicates().shape[0] == 1
+    assert table["same_as"].isna().sum() == 2  # one evaluation per distinct (glb) design
+    for _, g in table.groupby("glb"):
+        assert g["energy_pj"].nunique() == 1
+    assert len(pareto_table(res.study, table)) <= 2
