@@ -65,6 +65,7 @@ class _Search:
         self.state, self.eval_kw = state, eval_kw
         self._nbrs: dict[int, list[np.ndarray]] = {}
         self._csr: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.sample = 512
         self.seen = np.zeros(0, np.int64)  # sorted hashes of the candidates evaluated so far
         self._salt = np.random.default_rng(12345).integers(1, 2**62, size=4096, dtype=np.int64) | 1
         t_s, sx_s, sy_s = ms.spatial_factors()
@@ -244,6 +245,9 @@ class _Search:
                 continue
             all_g = _Genomes.cat([p for p, _ in parts])
             all_r = np.concatenate([r for _, r in parts])
+            if level > 0 and len(all_g) > self.sample:  # the big neighbourhoods are sampled
+                pick = np.sort(self.rng.choice(len(all_g), self.sample, replace=False))
+                all_g, all_r = all_g.take(pick), all_r[pick]
             sc = self.evaluate(all_g, all_r)
             i = int(np.argmin(sc))
             if not sc[i] < score:
@@ -297,7 +301,8 @@ class _Search:
         while self.left() > 0 and stale < 200:
             kick = g.take(np.zeros(1, np.int64))
             kick.rows = kick.rows.copy()
-            for di in self.rng.choice(len(self.ms.dims), size=2, replace=False):  # re-split two dims
+            free = [d for d, t in enumerate(self.ms.tables) if len(t.table) > 1]
+            for di in self.rng.choice(free, size=min(2, len(free)), replace=False):  # re-split two dims
                 kick.rows[0, di] = self.rng.integers(len(self.ms.tables[di].table))
             if self.rng.random() < 0.5:
                 kick.keep = self.rng.integers(len(self.ms.keep_options), size=1)
