@@ -91,8 +91,30 @@ def _pick_rows(ho: int, wo: int, budget: int, per_row: int, fixed: int, acc_rows
     return 0
 
 
+def _group_plan(kb: int, fixed: int, wrows_per_block: int, fits) -> tuple[int, int]:
+    """(output-channel blocks per weight group, output rows per tile): the largest group whose weights
+    (one copy if it is the whole layer, else two: ping-pong between groups) leave room for a tile."""
+    for g in range(kb, 0, -1):
+        copies = 1 if g == kb else 2
+        r = fits(g, fixed + copies * g * wrows_per_block)
+        if r:
+            return g, r
+    return 0, 0
+
+
+def _interleaved_consts(em: Emitter, bias: np.ndarray, scales: np.ndarray, nblocks: int) -> int:
+    """CONST rows [block j: bias (int32), scale (fp32 bits)] so that a group of blocks loads as one box."""
+    L = em.L
+    rows = np.stack([_lanes(bias.astype(np.int32), nblocks, L, np.int32),
+                     _lanes(scales.astype(np.float32), nblocks, L, np.float32).view(np.int32)], axis=1)
+    return em.const(rows, "other")
+
+
 def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
-    """Dense QLinearConv (group 1) as GEMMs over channel blocks; see the module docstring."""
+    """Dense QLinearConv (group 1) as GEMMs over channel blocks; see the module docstring.
+
+    Tiles are (weight group, output rows): a weight group is a run of output-channel blocks whose
+    weights sit in SPAD (two group buffers, alternating, when the layer needs several groups)."""
     L, tg = em.L, em.target
     _, cin, h, w = x.shape
     cout, _, kh, kw = spec.w.shape
@@ -105,64 +127,73 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     if sw > 31 or dw * wp > 4095 or sh * wp > 4095:
         raise UserError(f"node {node} (Conv): stride/dilation {spec.stride}/{spec.dilation} with padded width {wp} "
                         "exceed the GEMM step fields")
-    w_rows = cb * kb * taps * L
+    per_block = cb * taps * L  # SPAD rows of one output block's weight tiles
 
     def rin(r: int) -> int:
         return (r - 1) * sh + dh * (kh - 1) + 1
 
-    rows = _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * cb * rin(r) * wp + 2 * kb * r * wo, w_rows, tg.acc_rows)
-    if rows == 0 or 2 * kb > tg.const_rows:
-        raise UserError(f"node {node} (Conv {cin}->{cout}, {kh}x{kw}): weights ({w_rows} SPAD rows) plus one "
-                        f"output row do not fit SPAD ({tg.spad_rows} rows); weight tiling is not implemented")
-    # constants: weight tiles [cb, kb, taps, cin lane, cout lane], bias (zero point folded), scales
+    def fits(g: int, fixed: int) -> int:
+        if 4 * g > tg.const_rows:
+            return 0
+        return _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * cb * rin(r) * wp + 2 * g * r * wo, fixed, tg.acc_rows)
+
+    g, rows = _group_plan(kb, 0, per_block, fits)
+    if g == 0:
+        raise UserError(f"node {node} (Conv {cin}->{cout}, {kh}x{kw}): the weights of one output-channel block "
+                        f"({per_block} SPAD rows, twice) plus one output row do not fit SPAD ({tg.spad_rows} rows); "
+                        "input-channel splitting is not implemented")
+    # constants: weight tiles [kb, cb, taps, cin lane, cout lane]; per block: bias (x_zp folded), scale
     wpad = np.zeros((kb * L, cb * L, kh, kw), np.int64)
     wpad[:cout, :cin] = spec.w
-    tiles = wpad.reshape(kb, L, cb, L, taps).transpose(2, 0, 4, 3, 1).astype(np.int8)
-    w_addr = em.const(tiles, "weights")
+    w_addr = em.const(wpad.reshape(kb, L, cb, L, taps).transpose(0, 2, 4, 3, 1).astype(np.int8), "weights")
     bias = spec.bias.astype(np.int64) - x.zero_point * spec.w.astype(np.int64).sum(axis=(1, 2, 3))
-    c_addr = em.const(np.concatenate([_lanes(bias.astype(np.int32), kb, L, np.int32).view(np.int32),
-                                      _lanes(output_scale(x.scale, np.broadcast_to(spec.w_scale, (cout,)),
-                                                          spec.y_scale), kb, L, np.float32).view(np.int32)]))
+    c_addr = _interleaved_consts(em, bias, output_scale(x.scale, np.broadcast_to(spec.w_scale, (cout,)),
+                                                        spec.y_scale), kb)
     in_half = cb * rin(rows) * wp
     w_base = 2 * in_half
-    out_base, out_half = w_base + w_rows, kb * rows * wo
+    w_copy = g * per_block
+    out_base = w_base + (1 if g == kb else 2) * w_copy
+    out_half = g * rows * wo
     _quant_setup(em, x, spec.y_zp)
-    for insn in em.load_rows(Buffer.SPAD, w_base, w_rows, w_addr):
-        em.emit(insn)
-    em.emit(Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=2 * kb, dram_addr=c_addr, dram_pitch=4 * L))
-    gtype = GemmType.U8
     plane_in, plane_out = h * w * L, ho * wo * L
-    tiles_out = []
-    for t, r0 in enumerate(range(0, ho, rows)):
-        r = min(rows, ho - r0)
-        half = t % 2
-        a0, o0 = half * in_half, out_base + half * out_half
-        lo, real, ypad0, ypad1 = _row_window(r0, r, spec, h, kh)
-        tile = Tile(f"rows {r0}-{r0 + r - 1}")
-        for i in range(cb):
-            tile.ld.append(Load(buf=Buffer.SPAD, padsel=True, sram=a0 + i * rin(rows) * wp, y_size=real, x_size=w,
-                                dram_addr=x.addr + i * plane_in + lo * w * L, dram_pitch=w * L, y_pad0=ypad0,
-                                y_pad1=ypad1, x_pad0=spec.pads[1], x_pad1=spec.pads[3]))
-        for j in range(kb):
+    tiles_out, t = [], 0
+    for gi, j0 in enumerate(range(0, kb, g)):
+        gn = min(g, kb - j0)
+        wh, ch = w_base + (gi % 2) * w_copy, (gi % 2) * 2 * g
+        for r0 in range(0, ho, rows):
+            r = min(rows, ho - r0)
+            a0, o0 = (t % 2) * in_half, out_base + (t % 2) * out_half
+            lo, real, ypad0, ypad1 = _row_window(r0, r, spec, h, kh)
+            tile = Tile(f"cout blocks {j0}-{j0 + gn - 1} rows {r0}-{r0 + r - 1}")
+            if r0 == 0:  # a new weight group: its weights and constants (the tokens order the reuse)
+                tile.ld += em.load_rows(Buffer.SPAD, wh, gn * per_block, w_addr + j0 * per_block * L)
+                tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn,
+                                    dram_addr=c_addr + j0 * 2 * 4 * L, dram_pitch=4 * L))
             for i in range(cb):
-                tile.ex.append(Gemm(loadw=True, acc=i > 0, dtype=gtype, a_base=a0 + i * rin(rows) * wp,
-                                    w_base=w_base + (i * kb + j) * taps * L, c_base=0, mx=wo, my=r, l0=kw, l1=kh,
-                                    a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp))
-            tile.ex += _bias_requant(j, kb, r, wo, o0 + j * r * wo)
-            tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + j * r * wo, y_size=r, x_size=wo,
-                                 dram_addr=y.addr + j * plane_out + r0 * wo * L, dram_pitch=wo * L))
-        tiles_out.append(tile)
+                tile.ld.append(Load(buf=Buffer.SPAD, padsel=True, sram=a0 + i * rin(rows) * wp, y_size=real,
+                                    x_size=w, dram_addr=x.addr + i * plane_in + lo * w * L, dram_pitch=w * L,
+                                    y_pad0=ypad0, y_pad1=ypad1, x_pad0=spec.pads[1], x_pad1=spec.pads[3]))
+            for jj in range(gn):
+                for i in range(cb):
+                    tile.ex.append(Gemm(loadw=True, acc=i > 0, dtype=GemmType.U8, a_base=a0 + i * rin(rows) * wp,
+                                        w_base=wh + (jj * cb + i) * taps * L, c_base=0, mx=wo, my=r, l0=kw, l1=kh,
+                                        a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp))
+                tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, r, wo, o0 + jj * r * wo)
+                tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * r * wo, y_size=r, x_size=wo,
+                                     dram_addr=y.addr + (j0 + jj) * plane_out + r0 * wo * L, dram_pitch=wo * L))
+            tiles_out.append(tile)
+            t += 1
     em.pipeline(tiles_out)
 
 
-def _bias_requant(j: int, kb: int, r: int, wo: int, dst: int, acc: int = 0, scale_row: int | None = None) -> list:
-    """ACC rows [acc, +r*wo) += bias row j (CONST), then REQUANT with scale row kb+j into SPAD ``dst``."""
+def _bias_requant(bias_row: int, scale_row: int, r: int, wo: int, dst: int) -> list:
+    """ACC rows [0, r*wo) += CONST bias row, then REQUANT with the CONST scale row into SPAD ``dst``."""
     walk = {"mx": wo, "my": r, "sx": 1, "sy": wo}
     return [
         Vec(op=VecOp.ADD, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST, src1_mode=Src1Mode.FIXED,
-            dst=acc, src0=acc, src1=j, **walk),
+            dst=0, src0=0, src1=bias_row, **walk),
         Vec(op=VecOp.REQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST,
-            src1_mode=Src1Mode.FIXED, dst=dst, src0=acc, src1=kb + j if scale_row is None else scale_row, **walk),
+            src1_mode=Src1Mode.FIXED, dst=dst, src0=0, src1=scale_row, **walk),
     ]
 
 
@@ -237,43 +268,53 @@ def lower_depthwise(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> N
 
 def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray, w_scale: np.ndarray,
              y_scale: float, y_zp: int, y: Act) -> None:
-    """Y[M, N] = X[M, K] @ W[K, N] (+ bias), X in (M, K/L, L): K blocks are the GEMM taps, M the walk."""
+    """Y[M, N] = X[M, K] @ W[K, N] (+ bias), X in (M, K/L, L): K blocks are the GEMM taps, M the walk.
+
+    X stays resident; tiles are groups of output blocks whose weights fit (two alternating copies)."""
     L, tg = em.L, em.target
     m, k = x.shape
     n = w_kn.shape[1]
     kb, nb = blocks(k, L), blocks(n, L)
-    if m > 256 or kb > 32 * 32:
-        raise UserError(f"node {node} (Gemm/MatMul {m}x{k}x{n}): more than 256 rows or 1024 K blocks")
     if x.dtype != "uint8":
         raise UserError(f"node {node}: {x.dtype} activations; the compiler lowers uint8 QDQ models")
-    w_rows = kb * nb * L
-    a_rows, o_rows = m * kb, m * nb
-    if w_rows + a_rows + o_rows > tg.spad_rows or m > tg.acc_rows or 2 * nb > tg.const_rows:
-        raise UserError(f"node {node} (Gemm/MatMul {m}x{k}x{n}): weights do not fit SPAD/CONST; weight tiling "
-                        "is not implemented")
-    wpad = np.zeros((kb * L, nb * L), np.int64)
-    wpad[:k, :n] = w_kn
-    tiles = wpad.reshape(kb, L, nb, L).transpose(2, 0, 1, 3).astype(np.int8)  # [nb, kb, k lane, n lane]
-    w_addr = em.const(tiles, "weights")
-    full_bias = bias.astype(np.int64) - x.zero_point * w_kn.astype(np.int64).sum(axis=0)
-    c_addr = em.const(np.concatenate([_lanes(full_bias.astype(np.int32), nb, L, np.int32),
-                                      _lanes(output_scale(x.scale, np.broadcast_to(w_scale, (n,)), y_scale), nb, L,
-                                             np.float32).view(np.int32)]))
-    _quant_setup(em, x, y_zp)
-    w_base, o_base = a_rows, a_rows + w_rows
-    for insn in em.load_rows(Buffer.SPAD, w_base, w_rows, w_addr):
-        em.emit(insn)
-    em.emit(Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=2 * nb, dram_addr=c_addr, dram_pitch=4 * L))
     l0 = min(kb, 32)
     while kb % l0:
         l0 -= 1
-    if kb // l0 > 32:
-        raise UserError(f"node {node}: {kb} K blocks do not factor into the GEMM's 32 x 32 taps")
-    tile = Tile(f"M {m} K {k} N {n}", ld=em.load_rows(Buffer.SPAD, 0, a_rows, x.addr))
-    for j in range(nb):
-        tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=w_base + j * kb * L, c_base=0, mx=m,
-                            my=1, l0=l0, l1=kb // l0, a_sx=kb, a_s0=1, a_s1=l0))
-        tile.ex += _bias_requant(j, nb, 1, m, o_base + j * m)
-        tile.st.append(Store(buf=Buffer.SPAD, sram=o_base + j * m, y_size=m, dram_addr=y.addr + j * L,
-                             dram_pitch=nb * L))
-    em.pipeline([tile])
+    if m > 256 or kb // l0 > 32:
+        raise UserError(f"node {node} (Gemm/MatMul {m}x{k}x{n}): more than 256 rows, or {kb} K blocks that do not "
+                        "factor into the GEMM's 32 x 32 taps")
+    a_rows, per_block = m * kb, kb * L
+
+    def fits(g: int, fixed: int) -> int:
+        return int(fixed + a_rows + 2 * g * m <= tg.spad_rows and 4 * g <= tg.const_rows and m <= tg.acc_rows)
+
+    g, _ = _group_plan(nb, 0, per_block, fits)
+    if g == 0:
+        raise UserError(f"node {node} (Gemm/MatMul {m}x{k}x{n}): one output block's weights ({per_block} SPAD rows, "
+                        f"twice) do not fit SPAD ({tg.spad_rows} rows); K splitting is not implemented")
+    wpad = np.zeros((kb * L, nb * L), np.int64)
+    wpad[:k, :n] = w_kn
+    w_addr = em.const(wpad.reshape(kb, L, nb, L).transpose(2, 0, 1, 3).astype(np.int8), "weights")
+    full_bias = bias.astype(np.int64) - x.zero_point * w_kn.astype(np.int64).sum(axis=0)
+    c_addr = _interleaved_consts(em, full_bias, output_scale(x.scale, np.broadcast_to(w_scale, (n,)), y_scale), nb)
+    _quant_setup(em, x, y_zp)
+    w_base, w_copy = a_rows, g * per_block
+    o_base = w_base + (1 if g == nb else 2) * w_copy
+    for insn in em.load_rows(Buffer.SPAD, 0, a_rows, x.addr):  # X: before tile 0's "loaded" token
+        em.emit(insn)
+    tiles = []
+    for t, j0 in enumerate(range(0, nb, g)):
+        gn = min(g, nb - j0)
+        wh, ch, o0 = w_base + (t % 2) * w_copy, (t % 2) * 2 * g, o_base + (t % 2) * g * m
+        tile = Tile(f"M {m} K {k} N blocks {j0}-{j0 + gn - 1}")
+        tile.ld = em.load_rows(Buffer.SPAD, wh, gn * per_block, w_addr + j0 * per_block * L)
+        tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn, dram_addr=c_addr + j0 * 8 * L,
+                            dram_pitch=4 * L))
+        for jj in range(gn):
+            tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=0, mx=m,
+                                my=1, l0=l0, l1=kb // l0, a_sx=kb, a_s0=1, a_s1=l0))
+            tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m)
+            tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * m, y_size=m, dram_addr=y.addr + (j0 + jj) * L,
+                                 dram_pitch=nb * L))
+        tiles.append(tile)
+    em.pipeline(tiles)

@@ -33,7 +33,7 @@ def test_first_layer_rows_tiled():
     m = graphs.conv(np.random.default_rng(3), 3, 24, (3, 3), (2, 2), (1, 1, 1, 1), (64, 60), relu=True)
     with tempfile.TemporaryDirectory() as tmp:
         lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), 3, small)
-    tiles = {e.tile for e in program.debug.values() if e.tile.startswith("rows")}
+    tiles = {e.tile for e in program.debug.values() if " rows " in e.tile}
     assert len(tiles) >= 3  # the output (32 rows) does not fit in one tile of this SPAD
     assert lsb == 0
 
@@ -57,4 +57,22 @@ def test_gemm_matmul_bit_exact(m, k, n, matmul, seed):
     mod = graphs.gemm(np.random.default_rng(seed), m, k, n, matmul=matmul)
     with tempfile.TemporaryDirectory() as tmp:
         lsb, _ = graphs.lsb_vs_ort(mod, Path(tmp), seed)
+    assert lsb == 0
+
+
+def test_weight_groups_when_weights_exceed_the_scratchpad():
+    """40 -> 70 channels, 3x3: 5 output blocks x 432 weight rows = 2160 rows > the 2048-row SPAD, so the
+    weights go in groups (ping-pong copies); the FC's 70 x 600 weights (38 blocks x 5) likewise."""
+    small = Target(spad_bytes=32 * 1024, acc_bytes=16 * 1024)
+    m = graphs.conv(np.random.default_rng(4), 40, 70, (3, 3), (1, 1), (1, 1, 1, 1), (9, 7), relu=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), 4, small)
+    groups = {e.tile.split(" rows")[0] for e in program.debug.values() if e.tile.startswith("cout")}
+    assert len(groups) >= 2
+    assert lsb == 0
+    fc = graphs.gemm(np.random.default_rng(5), 2, 70, 600)
+    tinier = Target(spad_bytes=8 * 1024)  # 512 rows: 38 output blocks x 80 weight rows need groups
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, *_) = graphs.lsb_vs_ort(fc, Path(tmp), 5, tinier)
+    assert len({e.tile for e in program.debug.values() if e.tile.startswith("M ")}) >= 2
     assert lsb == 0
