@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodel.mapping import MappingBatch
 from costmodel.problem import Problem
 from costmodel.tiles import (
     Axis,
@@ -52,6 +53,24 @@ class Accesses:
         return self.fills + self.updates
 
 
+def _within(t: np.ndarray, rank: np.ndarray, d_all: int) -> np.ndarray:
+    """[L, D, B]: product of the factors of the loops outer to each loop in its level's order
+    (``rank``: its position among all ``d_all`` dims). Scatters the factors into loop order (the
+    dropped dims' slots keep factor 1), takes exclusive prefix products and gathers them back:
+    linear in D, where comparing every pair of loops is quadratic."""
+    n_lv, _, b = t.shape
+    flat = rank.astype(np.intp) * b
+    flat += (np.arange(n_lv) * (d_all * b))[:, None, None] + np.arange(b)
+    in_order = np.ones(n_lv * d_all * b, np.int64)
+    in_order[flat.ravel()] = t.ravel()
+    in_order = in_order.reshape(n_lv, d_all, b)
+    prefix = np.empty_like(in_order)
+    prefix[:, 0] = 1
+    for r in range(1, d_all):
+        np.multiply(prefix[:, r - 1], in_order[:, r - 1], out=prefix[:, r])
+    return prefix.ravel().take(flat)
+
+
 class _Batch:
     """Arrays shared by every tensor's links, [.., D, B]."""
 
@@ -67,24 +86,23 @@ class _Batch:
         if rank_all.size and (rank_all.min() < 0 or rank_all.max() >= d_all or (
                 np.sort(rank_all[:, :, :1024], axis=1) != np.arange(d_all)[None, :, None]).any()):
             raise ValueError("MappingBatch.order: ranks must be a permutation of 0..D-1 per level")
-        rank = np.ascontiguousarray(rank_all[:, idx])
+        # ranks and nest positions are small: int16 halves and quarters the comparisons' traffic
+        rank = np.ascontiguousarray(rank_all[:, idx], dtype=np.int16)
         t = geo.t
         n_lv, d, b = t.shape
         self.geo, self.t, self.rank, self.xy = geo, t, rank, geo.xy
         self.n_above = np.ones((n_lv + 1, b), np.int64)
         self.sp_above = np.ones((n_lv + 1, b), np.int64)
-        for m in range(n_lv):
-            self.n_above[m + 1] = self.n_above[m] * t[m].prod(axis=0)
-            self.sp_above[m + 1] = self.sp_above[m] * geo.xy[m].prod(axis=0)
-        within = np.ones_like(t)  # product of the factors of the loops outer to each, same level
-        for e in range(d):
-            within *= np.where(rank[:, e][:, None, :] < rank, t[:, e][:, None, :], 1)
-        self.wts = self.n_above[:n_lv, None, :] * within * (t - 1)  # steps at which a loop advances
-        self.pos = np.arange(n_lv)[:, None, None] * d_all + rank  # nest position of each temporal loop
+        np.cumprod(np.multiply.reduce(t, axis=1), axis=0, out=self.n_above[1:])
+        np.cumprod(np.multiply.reduce(geo.xy, axis=1), axis=0, out=self.sp_above[1:])
+        self.wts = _within(t, rank, d_all)  # product of the factors of the loops outer to each, same level
+        self.wts *= self.n_above[:n_lv, None, :]
+        self.wts *= t - 1  # steps at which a loop advances
+        self.pos = rank + (np.arange(n_lv, dtype=np.int16) * d_all)[:, None, None]  # nest position of each loop
         self.w_t = geo.w[0::3]  # place value of each temporal loop
         self.r_cum = np.zeros((n_lv + 1, d, b), np.int64)  # prefix of (f-1)*w over temporal loops
         for m in range(n_lv):
-            self.r_cum[m + 1] = self.r_cum[m] + (t[m] - 1) * self.w_t[m]
+            np.add(self.r_cum[m], (t[m] - 1) * self.w_t[m], out=self.r_cum[m + 1])
         # networks whose fan-out is 1 merge nothing: leaving them out makes equal merge sets equal
         fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
         self.flags = {
@@ -92,6 +110,20 @@ class _Batch:
             "red": [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)],
         }
         self._xy_above: dict[int, np.ndarray] = {}
+        self._tensors: dict[tuple[Axis, ...], _TensorLoops] = {}
+        self._last: np.ndarray | None = None
+
+    def tensor(self, axes: tuple[Axis, ...]) -> _TensorLoops:
+        """The loop arrays of one tensor, shared by all its links (computed once)."""
+        if axes not in self._tensors:
+            self._tensors[axes] = _TensorLoops(self, axes)
+        return self._tensors[axes]
+
+    def last(self) -> np.ndarray:
+        """[L, B]: nest position of the innermost loop with a factor > 1 at levels <= m (-1: none)."""
+        if self._last is None:
+            self._last = np.maximum.accumulate(np.where(self.t > 1, self.pos, -1).max(axis=1), axis=0)
+        return self._last
 
     def xy_over(self, nets: tuple[int, ...]) -> np.ndarray | None:
         """[D, B] product of the spatial factors of networks ``nets`` (None when there are none)."""
@@ -108,21 +140,43 @@ class _Batch:
         return self._xy_above[c]
 
 
-def _shifts(bt: _Batch, ax: Axis, c: int, free: list[int]) -> np.ndarray:
-    """Δ of a multi-term axis when temporal loop (level m < c, dim free[k]) advances: [c, K, B]."""
-    rk = bt.rank[:c]
-    rk_free = rk[:, free]
-    total = np.zeros((c, len(free), rk.shape[2]), np.int64)
-    for coef, e in ax.terms:
-        # loops of e at levels between the advancing loop's and c wrap to 0 ...
-        reset_below = coef * (bt.r_cum[1:c + 1, e] - bt.r_cum[c, e])
-        total += reset_below[:, None, :]
-        # ... and so does e's loop at the same level when it is inner to the advancing loop
-        reset_here = coef * (bt.t[:c, e] - 1) * bt.w_t[:c, e]
-        total -= np.where(rk[:, e][:, None, :] > rk_free, reset_here[:, None, :], 0)
-        if e in free:
-            total[:, free.index(e)] += coef * bt.w_t[:c, e]  # the advancing loop itself
-    return total
+class _TensorLoops:
+    """Per tensor, over all levels: its single-term dims ``st``, the other dims ``free`` (the only
+    loops that can reuse), ``js[m]`` the nest position of the innermost loop with a factor > 1 of
+    an ``st`` dim at levels <= m, those loops' step counts and positions, and per multi-term axis
+    the part of its shift Δ that does not depend on the child level (``here``, [L, K, B])."""
+
+    def __init__(self, bt: _Batch, axes: tuple[Axis, ...]) -> None:
+        d = bt.t.shape[1]
+        self.st = [ax.terms[0][1] for ax in axes if ax.single]
+        self.free = free = [e for e in range(d) if e not in self.st]
+        if self.st:
+            pos_st = np.where(bt.t[:, self.st] > 1, bt.pos[:, self.st], -1).max(axis=1)
+            self.js = np.maximum.accumulate(pos_st, axis=0)
+        else:
+            self.js = np.full((bt.t.shape[0], bt.t.shape[2]), -1, bt.pos.dtype)
+        self.pos, self.wts = bt.pos[:, free], bt.wts[:, free]
+        self.here = []
+        rk_free = bt.rank[:, free]
+        for ax in axes:
+            if ax.single:
+                continue
+            part = np.zeros(self.wts.shape, np.int64)
+            for coef, e in ax.terms:
+                # e's loop at the same level wraps to 0 when it is inner to the advancing loop
+                reset_here = coef * (bt.t[:, e] - 1) * bt.w_t[:, e]
+                part -= np.where(bt.rank[:, e][:, None, :] > rk_free, reset_here[:, None, :], 0)
+                if e in free:
+                    part[:, free.index(e)] += coef * bt.w_t[:, e]  # the advancing loop itself
+            self.here.append(part)
+
+    def shift(self, bt: _Batch, k: int, ax: Axis, c: int) -> np.ndarray:
+        """Δ of multi-term axis ``k`` when temporal loop (level m < c, dim free[j]) advances: [c, K, B]."""
+        below = np.zeros((c, bt.t.shape[2]), np.int64)
+        for coef, e in ax.terms:
+            # loops of e at levels between the advancing loop's and c wrap to 0
+            below += coef * (bt.r_cum[1:c + 1, e] - bt.r_cum[c, e])
+        return self.here[k][:c] + below[:, None, :]
 
 
 class _Link:
@@ -144,22 +198,18 @@ class _Link:
         self._cache: dict[tuple, np.ndarray] = {}
         if self.mac:
             return
-        st_mask = np.zeros(bt.t.shape[1], bool)
-        st_mask[self.st] = True
-        js = np.where((bt.t[:c] > 1) & st_mask[None, :, None], bt.pos[:c], -1).max(axis=(0, 1), initial=-1)
+        tl = bt.tensor(axes)
         # only steps after the innermost advancing loop of a single-term dimension can reuse, and
         # those loops are on the other dimensions
-        free = [e for e in range(bt.t.shape[1]) if e not in self.st]
-        self.after = np.where(bt.pos[:c, free] > js[None, None, :], bt.wts[:c, free], 0)
-        self.shift = [_shifts(bt, ax, c, free) for ax in self.mt]
+        self.after = np.where(tl.pos[:c] > tl.js[c - 1][None, None, :], tl.wts[:c], 0)
+        self.shift = [tl.shift(bt, k, ax, c) for k, ax in enumerate(self.mt)]
         if timeloop and self.mt:
             # Timeloop slides a window only under the innermost nontrivial loop; elsewhere a
             # moved tile is refetched whole
-            last = np.where(bt.t[:c] > 1, bt.pos[:c], -1).max(axis=(0, 1), initial=-1)
             still = np.ones(self.after.shape, bool)
             for sh in self.shift:
                 still &= sh == 0
-            self.after = np.where(still | (bt.pos[:c, free] == last[None, None, :]), self.after, 0)
+            self.after = np.where(still | (tl.pos[:c] == bt.last()[c - 1][None, None, :]), self.after, 0)
         self.s0 = self._reused(None, {}) if self.mt else self.after.sum(axis=(0, 1))
 
     def _reused(self, rows: np.ndarray | None, over: dict) -> np.ndarray:
@@ -262,19 +312,42 @@ class _Link:
         return out
 
 
+CHUNK = 16384  # mappings per pass: the temporaries of one pass stay small (measured fastest, 2026-12-02)
+
+
 def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Accesses:
     """Fills, reads, updates and hops of every level and tensor for every mapping of ``batch``.
 
     ``model="timeloop"`` applies Timeloop's two approximations instead of exact sets (see
     docs/semantics.md): windows slide only under the innermost nontrivial loop, and multicast /
-    reduction merge only identical tiles. Used to reproduce Timeloop's numbers."""
+    reduction merge only identical tiles. Used to reproduce Timeloop's numbers. Large batches
+    are counted ``CHUNK`` mappings at a time (rows are independent)."""
     if model not in ("exact", "timeloop"):
         raise ValueError(f"access_counts: model must be 'exact' or 'timeloop', got {model!r}")
     shape = shape_of(problem)
+    b, n_lv = batch.temporal.shape[:2]
+    n_t = len(problem.tensors)
+    out = [np.zeros((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
+    steps = np.empty(b, np.int64)
+    size = -(-b // -(-b // CHUNK)) if b else 1  # equal chunks of at most CHUNK
+    for lo in range(0, b, size):
+        sl = slice(lo, lo + size)
+        part = batch if b <= size else MappingBatch(*(getattr(batch, f)[sl] for f in _FIELDS))
+        steps[sl] = _count(problem, shape, arch, part, model == "timeloop", [a[:, :, sl] for a in out])
+    fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in out)
+    return Accesses(fills=fills, reads=reads, updates=updates, hops=hops, tile_words=words,
+                    macs=np.full(b, problem.macs, np.int64), temporal_steps=steps)
+
+
+_FIELDS = ("temporal", "spatial_x", "spatial_y", "order", "keep")
+
+
+def _count(problem: Problem, shape: Shape, arch, batch, timeloop: bool, out: list[np.ndarray]) -> np.ndarray:
+    """Adds the counts of ``batch`` into ``out`` ([L, T, B] fills, reads, updates, hops, and the
+    kept tile words); returns the temporal steps [B]."""
+    fills, reads, updates, hops, kept_words = out
     bt = _Batch(batch, shape, arch)
     n_lv, _, b = bt.t.shape
-    n_t = len(problem.tensors)
-    fills, reads, updates, hops = (np.zeros((n_lv, n_t, b), np.int64) for _ in range(4))
     keep_all = np.ascontiguousarray(batch.keep.transpose(1, 2, 0))
     keep_all[0] = True
     lv_idx = np.arange(n_lv)
@@ -287,7 +360,7 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
             if not exists.any():
                 continue
             parent = last_keep[c - 1]
-            link = _Link(shape, bt, axes, c, model == "timeloop")
+            link = _Link(shape, bt, axes, c, timeloop)
             q0 = int(parent[exists].min())
 
             def down(q: int, link: _Link = link, is_out: bool = is_out) -> np.ndarray:
@@ -308,8 +381,5 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
                     moved = down(q + 1) + (link.entries("red", q + 1) if is_out else 0)
                     hops[q, ti] += np.where(below, moved, 0)
     words = tile_words(problem, batch, bt.geo)
-    return Accesses(
-        fills=fills.transpose(2, 0, 1), reads=reads.transpose(2, 0, 1), updates=updates.transpose(2, 0, 1),
-        hops=hops.transpose(2, 0, 1), tile_words=np.where(keep_all.transpose(2, 0, 1), words, 0),
-        macs=np.full(b, problem.macs, np.int64), temporal_steps=bt.t.prod(axis=(0, 1)),
-    )
+    kept_words[...] = np.where(keep_all, words.transpose(1, 2, 0), 0)
+    return np.multiply.reduce(bt.t, axis=(0, 1))

@@ -85,8 +85,8 @@ class Geometry:
     def of(cls, batch, shape: Shape) -> Geometry:
         idx = list(shape.active)
 
-        def lay(a: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(a[:, :, idx].transpose(1, 2, 0))
+        def lay(a: np.ndarray) -> np.ndarray:  # [L, D, B] contiguous; row copies when batch-last
+            return np.take(a.transpose(1, 2, 0), idx, axis=1)
 
         t, sx, sy = lay(batch.temporal), lay(batch.spatial_x), lay(batch.spatial_y)
         n_lv, d, b = t.shape
@@ -247,11 +247,19 @@ _HASH = np.random.default_rng(20261202).integers(1, 2**62, size=4096, dtype=np.i
 
 def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows and the inverse index; a 64-bit hash first, checked exactly (no collisions)."""
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.int64)
+    h = np.zeros(len(keys), np.int64)
     with np.errstate(over="ignore"):
-        h = keys @ _HASH[: keys.shape[1]]
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    uniq = keys[first]
+        for j in range(keys.shape[1]):
+            h += keys[:, j] * _HASH[j]
+    order = np.argsort(h)
+    hs = h[order]
+    new = np.empty(len(h), bool)
+    new[:1] = True
+    np.not_equal(hs[1:], hs[:-1], out=new[1:])
+    inv = np.empty(len(h), np.intp)
+    inv[order] = np.cumsum(new) - 1
+    uniq = keys[order[new]]
     if not np.array_equal(uniq[inv], keys):
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     return uniq, inv.reshape(-1)
