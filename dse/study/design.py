@@ -1,8 +1,8 @@
 """One design point of a study: knob values -> hardware config -> every workload mapped -> metrics.
 
-Until the network mapper (``dse.network.map_model``, with its mapping database) is available, the
-layers are mapped here with :func:`dse.mappers.map_layer`; identical layer shapes are mapped once per
-design. A design whose config is invalid, or on which some layer fits no mapping, is *invalid*: it
+Models go through the network mapper (``dse.network.map_model``) with a mapping database in the
+study folder; a study's inline ``layers:`` (for tests and quick experiments) are mapped here with
+:func:`dse.mappers.map_layer`, each distinct shape once. A design whose config is invalid, or on which some layer fits no mapping, is *invalid*: it
 gets a reason instead of metrics (the runner records it as a pruned trial).
 """
 
@@ -16,15 +16,17 @@ from dse.study.knobs import apply_knobs, knob_values
 from dse.study.metrics import LayerResult, study_metrics, workload_metrics
 
 if TYPE_CHECKING:
+    from compiler.frontend.workload import Workload
     from costmodel.arch import Architecture
     from costmodel.problem import Problem
     from dse.study.schema import Study
 
-Layers = dict[str, list[tuple[str, "Problem"]]]
+Layers = dict[str, "Workload | list[tuple[str, Problem]]"]
+MAPPING_DB = "mappings.sqlite"
 
 
 def load_layers(study: Study) -> Layers:
-    """The MAC layers of every workload, as (layer name, Problem), in network order."""
+    """Every workload: a model's Workload graph, or inline layers as (name, Problem) pairs."""
     from costmodel.problem import Problem
     from dse.api import load_workload
 
@@ -34,8 +36,7 @@ def load_layers(study: Study) -> Layers:
             out[w.name] = [(f"layer{i}", Problem.from_dict(d, where=str(study.source)))
                            for i, d in enumerate(w.layers)]
         else:
-            wl = load_workload(study.model_path(w))
-            out[w.name] = [(layer.name, layer.problem) for layer in wl.mac_layers()]
+            out[w.name] = load_workload(study.model_path(w))
     return out
 
 
@@ -66,39 +67,63 @@ def _chip_leak_mw(arch: Architecture) -> float:
     return sum(lv.leak_mw * lv.instances for lv in arch.levels) + arch.mac.leak_mw * arch.num_pes + vec
 
 
-def map_layers(problems: list[tuple[str, Problem]], arch: Architecture, study: Study,
-               cache: dict[Problem, LayerResult]) -> list[LayerResult]:
-    """Best mapping of each distinct layer shape (``cache`` shared across workloads of a design)."""
+def _total(v: Any) -> float:
+    return float(sum(_total(x) for x in v.values())) if isinstance(v, dict) else float(v)
+
+
+def layer_result(name: str, d: dict[str, Any], arch: Architecture, count: int = 1, evaluated: int = 0,
+                 mapping: dict[str, Any] | None = None) -> LayerResult:
+    """A layer's metrics (``Evaluation.to_dict`` keys, or a vector layer's cost) as a LayerResult:
+    energy by level (network energy added to the level above it), MACs, leakage, DRAM traffic."""
+    eb = d.get("energy_breakdown_pj", {})
+    by_part: dict[str, float] = {}
+    for key, v in eb.items():
+        if key == "network":
+            for lv, e in v.items():
+                by_part[lv] = by_part.get(lv, 0.0) + float(e)
+        elif key == "leakage":
+            by_part["leakage"] = _total(v)
+        else:
+            by_part[key] = by_part.get(key, 0.0) + _total(v)
+    dram = d.get("accesses", {}).get(arch.levels[0].name, {})
+    dram_words = sum(t["reads"] + t["writes"] for t in dram.values())
+    return LayerResult(name, count, int(d["macs"]), float(d["energy_pj"]), float(d["latency_cycles"]),
+                       float(d.get("compute_cycles", d["latency_cycles"])), float(d["utilization"]),
+                       by_part.get("leakage", 0.0), by_part, float(dram_words), evaluated, mapping or {})
+
+
+def map_problems(problems: list[tuple[str, Problem]], arch: Architecture, study: Study) -> list[LayerResult]:
+    """Layers given as Problems (a study's inline ``layers:``): each distinct shape mapped once."""
     from costmodel.evaluate import evaluate
     from dse.mappers import map_layer
 
     m = study.spec.mapper
-    counts: dict[Problem, int] = {}
-    names: dict[Problem, str] = {}
+    counts: dict[Problem, list[str]] = {}
     for name, p in problems:
-        counts[p] = counts.get(p, 0) + 1
-        names.setdefault(p, name)
+        counts.setdefault(p, []).append(name)
     out = []
-    for p, n in counts.items():
-        if p not in cache:
-            opts = {"max_evaluations": m.max_evaluations} if m.mapper == "fast" else {}
-            res = map_layer(p, arch, m.objective, mapper=m.mapper, seed=m.seed, **opts)
-            ev = evaluate(p, arch, res.mapping)
-            d = ev.to_dict()
-            eb = d["energy_breakdown_pj"]
-            by_level = {lv.name: sum(sum(a.values()) for a in eb[lv.name].values()) + eb["network"][lv.name]
-                        for lv in arch.levels}
-            by_level["mac"] = eb["mac"]
-            by_level["leakage"] = sum(eb["leakage"].values())
-            dram = arch.levels[0].name
-            dram_words = sum(t["reads"] + t["writes"] for t in d["accesses"][dram].values())
-            cache[p] = LayerResult(names[p], 1, int(d["macs"]), float(d["energy_pj"]), float(d["latency_cycles"]),
-                                   float(d["compute_cycles"]), float(d["utilization"]), by_level["leakage"],
-                                   by_level, float(dram_words), res.mappings_evaluated,
-                                   res.mapping.to_dict(arch))
-        base = cache[p]
-        out.append(LayerResult(**{**base.__dict__, "name": names[p], "count": n}))
+    for p, names in counts.items():
+        opts = {"max_evaluations": m.max_evaluations} if m.mapper == "fast" else {}
+        res = map_layer(p, arch, m.objective, mapper=m.mapper, seed=m.seed, **opts)
+        out.append(layer_result(names[0], evaluate(p, arch, res.mapping).to_dict(), arch, len(names),
+                                res.mappings_evaluated, res.mapping.to_dict(arch)))
     return out
+
+
+def map_network(workload: Workload, arch: Architecture, study: Study) -> list[LayerResult]:
+    """A model through ``map_model`` and the study folder's mapping database (so a design seen before,
+    or a resumed trial, costs no search); vector layers are costed too."""
+    from dse.network import map_model
+
+    m = study.spec.mapper
+    opts = {"max_evaluations": m.max_evaluations} if m.mapper == "fast" else {}
+    db = study.output / MAPPING_DB
+    db.parent.mkdir(parents=True, exist_ok=True)
+    net = map_model(workload, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, workers=1, db=db,
+                    progress=False, **opts)
+    return [layer_result(x.name, x.metrics, arch, 1, x.mappings_evaluated,
+                         x.mapping.to_dict(arch) if x.mapping is not None else None)
+            for x in net.layers if x.metrics.get("latency_cycles", 0) or x.metrics.get("energy_pj", 0)]
 
 
 def evaluate_design(study: Study, layers: Layers, sampled: dict[str, Any]) -> DesignResult:
@@ -110,10 +135,11 @@ def evaluate_design(study: Study, layers: Layers, sampled: dict[str, Any]) -> De
         from costmodel.area import area_breakdown
 
         leak = _chip_leak_mw(arch)
-        cache: dict[Problem, LayerResult] = {}
         per_wl = {}
         for w in study.spec.workloads:
-            res.layers[w.name] = map_layers(layers[w.name], arch, study, cache)
+            src = layers[w.name]
+            res.layers[w.name] = (map_problems(src, arch, study) if isinstance(src, list)
+                                  else map_network(src, arch, study))
             per_wl[w.name] = workload_metrics(res.layers[w.name], fps=w.fps, clock_hz=arch.clock_hz,
                                               num_pes=arch.num_pes, leak_mw=leak)
     except UserError as exc:

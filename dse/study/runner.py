@@ -205,6 +205,7 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = load_study(path)
     out_dir = Path(out) if out else study.output
+    study.output = out_dir
     _prepare_output(study, out_dir, storage)
     target = trials if trials is not None else study.spec.trials
     if study.spec.sampler.kind == "grid":
