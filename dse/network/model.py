@@ -103,11 +103,13 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
     from costmodel.area import area_breakdown
     from costmodel.vector import layer_cost
     from dse import api
-    from dse.mappers import Objective
+    from dse.mappers import MAPPERS, Objective
 
-    wl = workload if not isinstance(workload, (str, Path)) else api.load_workload(workload)
+    obj = Objective.parse(objective)  # cheap checks first
+    if mapper not in MAPPERS:
+        raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
     hw = arch if not isinstance(arch, (str, Path)) else api.load_hw(arch)
-    obj = Objective.parse(objective)
+    wl = workload if not isinstance(workload, (str, Path)) else api.load_workload(workload)
     selected = _select(wl, layer)
     area = dict(area_breakdown(hw))
 

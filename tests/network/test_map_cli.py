@@ -1,0 +1,104 @@
+"""`dse map` and `dse best-mapping` through a subprocess (keyword_spotting on the tiny config)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.network.helpers import REPO, run_dse
+
+# DESIGN.md section 4: keys reviews rely on
+TOP_KEYS = {"energy_pj", "latency_cycles", "latency_s", "area_mm2", "power_mw", "macs", "utilization", "edp",
+            "mappings_evaluated", "search_seconds", "layers", "from_db"}
+LAYER_KEYS = {"name", "energy_pj", "latency_cycles", "latency_s", "utilization", "edp", "macs", "accesses",
+              "energy_breakdown_pj", "mapping"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("map_cli")
+    db = tmp / "m.sqlite"
+    first = run_dse("map", "keyword_spotting", "--hw", "tiny", "--db", str(db), "--json", str(tmp / "a.json"),
+                    cache=tmp)
+    second = run_dse("map", "keyword_spotting", "--hw", "tiny", "--db", str(db), "--json", "-", cache=tmp)
+    return tmp, first, second
+
+
+def test_table_and_json_document(runs) -> None:
+    tmp, first, _ = runs
+    assert first.returncode == 0, first.stderr
+    for text in ("node_Conv_102", "node_avg_pool2d", "totals", "mappings evaluated", "E share"):
+        assert text in first.stdout
+    doc = json.loads((tmp / "a.json").read_text())
+    assert TOP_KEYS <= set(doc)
+    assert doc["from_db"] == 0 and doc["searched"] == 3  # 8 conv/gemm layers, 3 distinct shapes
+    macs = [x for x in doc["layers"] if x["kind"] == "mac"]
+    assert len(macs) == 8
+    for x in macs:
+        assert LAYER_KEYS <= set(x)
+        assert set(x["accesses"]["DRAM"]["W"]) >= {"reads", "writes", "fills"}
+        assert [lv["level"] for lv in x["mapping"]["levels"]] == ["DRAM", "buffer", "rf"]
+    assert doc["energy_pj"] == pytest.approx(sum(x["energy_pj"] for x in doc["layers"]))
+    assert doc["latency_cycles"] == sum(x["latency_cycles"] for x in doc["layers"])
+    assert doc["macs"] == 6_752_676  # the zoo model's MACs (`dse inspect keyword_spotting`)
+    assert not list(tmp.glob(".a.json.*"))  # no temp file left behind
+
+
+def test_second_run_is_answered_from_the_database(runs) -> None:
+    tmp, _first, second = runs
+    assert second.returncode == 0, second.stderr
+    doc = json.loads(second.stdout)  # --json -: stdout holds the document and nothing else
+    a = json.loads((tmp / "a.json").read_text())
+    assert doc["from_db"] == 3 and doc["searched"] == 0
+    assert doc["search_seconds"] == 0.0 and doc["mappings_evaluated"] == 0
+    assert [x["mapping"] for x in doc["layers"]] == [x["mapping"] for x in a["layers"]]
+    assert doc["energy_pj"] == a["energy_pj"]
+
+
+def test_best_mapping(tmp_path) -> None:
+    layer = str(REPO / "examples/layers/small_matmul.yaml")
+    r = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--db", str(tmp_path / "b.sqlite"), "--json",
+                cache=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["macs"] == 64 * 32 * 48 and doc["mappings_evaluated"] > 0 and not doc["from_db"]
+    t = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--db", str(tmp_path / "b.sqlite"), cache=tmp_path)
+    assert t.returncode == 0, t.stderr
+    assert "mac()" in t.stdout and "level: DRAM" in t.stdout and "from the mapping database" in t.stdout
+
+
+BAD = [
+    (("map", "keyword_spotting", "--hw", "tiny", "--layer", "nope", "--no-db"), "no such layer"),
+    (("map", "keyword_spotting", "--hw", "tiny", "--objective", "speed", "--no-db"), "objective"),
+    (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "magic", "--no-db"), "mapper"),
+    (("map", "keyword_spotting", "--hw", "tiny", "--db", "x.sqlite", "--no-db"), "contradict"),
+    (("map", "no_such_model", "--hw", "tiny"), "not a zoo model"),
+]
+
+
+@pytest.mark.parametrize(("args", "why"), BAD)
+def test_bad_input_exits_2_with_one_line(tmp_path, args, why) -> None:
+    r = run_dse(*args, cache=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert why in r.stderr and r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
+
+
+def test_no_valid_mapping_names_the_buffer(tmp_path) -> None:
+    hw = tmp_path / "small.yaml"
+    # the rf (2 words, double-buffered: 1 usable) must keep all three tensors: no tile fits
+    text = (REPO / "hwconfigs/tiny.yaml").read_text().replace("capacity: 16\n", "capacity: 2\n")
+    hw.write_text(text + "constraints:\n  - {level: rf, keep: [I, W, O]}\n")
+    layer = tmp_path / "l.yaml"
+    layer.write_text("kind: conv2d\nc_in: 4\nc_out: 8\nh: 8\nw: 8\nkernel: 3\n")
+    r = run_dse("best-mapping", "--hw", str(hw), "--layer", str(layer), "--no-db", cache=tmp_path)
+    assert r.returncode == 2
+    assert "level rf" in r.stderr and "words" in r.stderr and r.stderr.strip().count("\n") == 0
+
+
+def test_contradictory_constraints(tmp_path) -> None:
+    c = tmp_path / "c.yaml"
+    c.write_text("- {level: buffer, keep: [W], bypass: [W]}\n")
+    layer = str(REPO / "examples/layers/small_matmul.yaml")
+    r = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--constraints", str(c), "--no-db", cache=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "W" in r.stderr, r.stderr

@@ -1,0 +1,105 @@
+"""map_model: equal shapes solved once, determinism, totals = sum of layers, database answers."""
+
+from __future__ import annotations
+
+import pytest
+
+import dse.network.solve as solve_mod
+from costmodel.errors import UserError
+from costmodel.evaluate import evaluate
+from costmodel.vector import layer_cost
+from dse.api import load_hw
+from dse.network import map_model
+from tests.network.helpers import FAST, workload
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_hw("tiny")
+
+
+def _strip(doc: dict) -> dict:
+    """The document without timing fields (which differ between runs)."""
+    doc = {k: v for k, v in doc.items() if k != "search_seconds"}
+    doc["layers"] = [{k: v for k, v in x.items() if k != "search_seconds"} for x in doc["layers"]]
+    return doc
+
+
+def test_equal_shapes_are_searched_once(tiny, monkeypatch) -> None:
+    calls = []
+    real = solve_mod.run_search
+
+    def counting(search, arch=None):
+        calls.append(search.problem)
+        return real(search, arch)
+
+    monkeypatch.setattr(solve_mod, "run_search", counting)
+    res = map_model(workload(), tiny, db=False, workers=1, progress=False, **FAST)
+    assert len(calls) == 2  # conv_a == conv_b (same Problem), plus the matmul
+    assert len(set(calls)) == 2
+    by = {x.name: x for x in res.layers}
+    assert by["conv_b"].same_as == "conv_a"
+    assert by["conv_b"].mapping == by["conv_a"].mapping
+    assert by["conv_b"].mappings_evaluated == 0 and by["conv_a"].mappings_evaluated > 0
+    assert res.searched == 2
+
+
+def test_same_seed_same_answer_for_any_worker_count(tiny) -> None:
+    one = map_model(workload(), tiny, db=False, workers=1, progress=False, seed=3, **FAST).to_dict()
+    two = map_model(workload(), tiny, db=False, workers=2, progress=False, seed=3, **FAST).to_dict()
+    again = map_model(workload(), tiny, db=False, workers=1, progress=False, seed=3, **FAST).to_dict()
+    assert _strip(one) == _strip(two) == _strip(again)
+
+
+def test_totals_are_the_sum_of_the_layers(tiny) -> None:
+    res = map_model(workload(), tiny, db=False, workers=1, progress=False, **FAST)
+    wl = workload()
+    energy = cycles = macs = 0.0
+    for layer, r in zip(wl.layers(), res.layers):
+        assert layer.name == r.name
+        if layer.kind == "mac":
+            ev = evaluate(layer.problem, tiny, r.mapping)  # re-evaluate the returned mapping
+            # fused post-op: 288 ReLUs at one MAC's energy each (tiny has no vector unit)
+            energy += ev.energy_pj + layer.vector_ops * tiny.mac.energy_pj
+            cycles += ev.latency_cycles
+            macs += layer.problem.macs
+        elif layer.op_type != "Reshape":
+            c = layer_cost(tiny, layer)
+            energy += c["energy_pj"]
+            cycles += c["latency_cycles"]
+    tot = res.totals
+    assert tot["energy_pj"] == pytest.approx(energy, rel=1e-12)
+    assert tot["latency_cycles"] == cycles
+    assert tot["latency_s"] == pytest.approx(cycles / tiny.clock_hz)
+    assert tot["macs"] == macs == 2 * 8 * 4 * 36 * 9 + 8 * 16 * 12
+    assert tot["edp"] == pytest.approx(energy * cycles / tiny.clock_hz)
+    assert tot["utilization"] == pytest.approx(macs / (4 * cycles))
+    assert tot["power_mw"] == pytest.approx(energy * 1e-9 / (cycles / tiny.clock_hz))
+    df = res.to_dataframe()
+    assert list(df["name"]) == [x.name for x in wl.layers()]
+    assert df["energy_share"].sum() == pytest.approx(1.0)
+    assert df["latency_share"].sum() == pytest.approx(1.0)
+
+
+def test_second_run_comes_from_the_database(tiny, tmp_path) -> None:
+    db = tmp_path / "m.sqlite"
+    first = map_model(workload(), tiny, db=db, workers=1, progress=False, **FAST)
+    second = map_model(workload(), tiny, db=db, workers=1, progress=False, **FAST)
+    assert (first.searched, first.from_db) == (2, 0)
+    assert (second.searched, second.from_db) == (0, 2)
+    assert second.search_seconds == 0.0 and second.totals["mappings_evaluated"] == 0
+    assert all(x.from_db for x in second.layers if x.kind == "mac")
+    assert [x.mapping for x in first.layers] == [x.mapping for x in second.layers]
+    assert first.totals["energy_pj"] == second.totals["energy_pj"]
+    # a different seed or objective is a different question
+    assert map_model(workload(), tiny, db=db, workers=1, progress=False, seed=1, **FAST).searched == 2
+    assert map_model(workload(), tiny, db=db, workers=1, progress=False, objective="energy", **FAST).searched == 2
+
+
+def test_layer_selection_and_unknown_layer(tiny) -> None:
+    res = map_model(workload(), tiny, db=False, workers=1, progress=False, layer="mm", **FAST)
+    assert [x.name for x in res.layers] == ["mm"]
+    with pytest.raises(UserError, match="'nope': no such layer in toy"):
+        map_model(workload(), tiny, db=False, progress=False, layer="nope")
+    with pytest.raises(UserError, match="mapper: expected one of"):
+        map_model(workload(), tiny, db=False, progress=False, mapper="magic")
