@@ -311,8 +311,8 @@ def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray,
         tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn, dram_addr=c_addr + j0 * 8 * L,
                             dram_pitch=4 * L))
         for jj in range(gn):
-            tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=0, mx=m,
-                                my=1, l0=l0, l1=kb // l0, a_sx=kb, a_s0=1, a_s1=l0))
+            tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=0, mx=1,
+                                my=m, l0=l0, l1=kb // l0, a_sy=kb, a_s0=1, a_s1=l0))
             tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m)
             tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * m, y_size=m, dram_addr=y.addr + (j0 + jj) * L,
                                  dram_pitch=nb * L))

@@ -100,6 +100,7 @@ class GraphLowering:
             "QGemm": self.qgemm, "QLinearMatMul": self.qmatmul, "QLinearAdd": self.qadd,
             "MaxPool": self.maxpool, "QLinearAveragePool": self.avgpool,
             "QLinearGlobalAveragePool": self.gap, "ReduceMean": self.reduce_mean,
+            "QLinearLeakyRelu": self.leaky_relu,
             "Reshape": self.reshape, "Flatten": self.reshape, "Squeeze": self.reshape, "Unsqueeze": self.reshape,
         }
         for node in self.model.graph.node:
@@ -209,6 +210,15 @@ class GraphLowering:
         y = self.out(node, a.shape, self.c(node, 6, "C scale"), self.c(node, 7, "C zero point"))
         self._layer(node)
         vector.lower_add(self.em, self.em.node, a, b, y)
+
+    def leaky_relu(self, node) -> None:
+        """QLinearLeakyRelu: onnxruntime looks it up in a 256-entry table; the same table, on VEC LUT."""
+        x = self.act(node, 0)
+        alpha = np.float32(self.attrs(node).get("alpha", 0.01))
+        y = self.out(node, x.shape, self.c(node, 3, "Y scale"), self.c(node, 4, "Y zero point"))
+        self._layer(node)
+        table = vector.lut_table(x, y, lambda v: np.where(v >= 0, v, (alpha * v).astype(np.float32)))
+        vector.lower_lut(self.em, self.em.node, x, y, table)
 
     def _pool_attrs(self, node, x: Act) -> tuple:
         at = self.attrs(node)

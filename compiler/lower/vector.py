@@ -1,4 +1,4 @@
-"""Vector-unit layers: QLinearAdd (residual add), MaxPool, QLinearAveragePool and global average pooling.
+"""Vector-unit layers: QLinearAdd (residual add), LUT activations, MaxPool, average and global average pooling.
 
 QLinearAdd is QADD with ``compiler.isa.numerics.qadd_params`` (bit-exact with ORT's MLAS order).
 MaxPool on uint8 is RMAX over the window; padding loads 0, the uint8 minimum, so it never wins.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.isa import Buffer, Engine, Load, Reg, Src1Mode, Store, Vec, VecOp
+from compiler.isa import Buffer, Elem, Engine, Load, Reg, Src1Mode, Store, Vec, VecOp
 from compiler.isa.numerics import qadd_params
 from compiler.lower.emitter import Act, Emitter, Tile, act_bytes, blocks, f32_bits
 from costmodel.errors import UserError
@@ -40,33 +40,77 @@ def _u8(node: str, *acts: Act) -> None:
             raise UserError(f"node {node}: {a.dtype} tensor {a.name!r}; the compiler lowers uint8 QDQ models")
 
 
+def _rows_pipeline(em: Emitter, rows: int, regions: int, body) -> None:
+    """Elementwise layers: chunks of ``rows`` blocked-layout rows, ``regions`` SPAD regions per half;
+    ``body(tile, bases, r0, n)`` fills a tile whose regions start at ``bases``."""
+    per = em.target.spad_rows // (2 * regions)
+    chunk = min(rows, per // _WALK * _WALK or per)
+    tiles = []
+    for t, r0 in enumerate(range(0, rows, chunk)):
+        n = min(chunk, rows - r0)
+        bases = [(t % 2) * regions * chunk + k * chunk for k in range(regions)]
+        tile = Tile(f"rows {r0}-{r0 + n - 1}")
+        body(tile, bases, r0, n)
+        tiles.append(tile)
+    em.pipeline(tiles)
+
+
+def _store_rows(em: Emitter, sram: int, n: int, addr: int) -> list:
+    vb = em.L
+    return [Store(buf=Buffer.SPAD, sram=sram + o, y_size=min(4096, n - o), dram_addr=addr + o * vb, dram_pitch=vb)
+            for o in range(0, n, 4096)]
+
+
 def lower_add(em: Emitter, node: str, a: Act, b: Act, y: Act) -> None:
     """Elementwise QLinearAdd of two same-shape tensors, in chunks of rows of the blocked layout."""
     _u8(node, a, b, y)
     if a.shape != b.shape:
         raise UserError(f"node {node} (Add): shapes {list(a.shape)} and {list(b.shape)}; broadcasting is not "
                         "lowered")
-    rows = act_bytes(a.shape, em.L) // em.L
-    chunk = min(rows, (em.target.spad_rows // 6) // _WALK * _WALK or em.target.spad_rows // 6)
     sa, sb, off = qadd_params(a.scale, a.zero_point, b.scale, b.zero_point, y.scale, y.zero_point)
     for reg, v in ((Reg.QADD_SA, sa), (Reg.QADD_SB, sb), (Reg.QADD_OFF, off)):
         em.setreg(Engine.EX, reg, f32_bits(v))
     em.setreg(Engine.EX, Reg.QMIN, 0)
     em.setreg(Engine.EX, Reg.QMAX, 255)
     vb = em.L
-    tiles = []
-    for t, r0 in enumerate(range(0, rows, chunk)):
-        n = min(chunk, rows - r0)
-        base = (t % 2) * 3 * chunk
-        pa, pb, po = base, base + chunk, base + 2 * chunk
-        tile = Tile(f"rows {r0}-{r0 + n - 1}")
+
+    def body(tile: Tile, bases: list[int], r0: int, n: int) -> None:
+        pa, pb, po = bases
         tile.ld = em.load_rows(Buffer.SPAD, pa, n, a.addr + r0 * vb) + em.load_rows(Buffer.SPAD, pb, n, b.addr + r0 * vb)
         tile.ex = [Vec(op=VecOp.QADD, u8=True, src1_mode=Src1Mode.ROW, dst=po + o, src0=pa + o, src1=pb + o, mx=mx,
                        my=my, sx=1, sy=mx) for o, mx, my in _flat_walks(n)]
-        tile.st = [Store(buf=Buffer.SPAD, sram=po + o, y_size=min(4096, n - o), dram_addr=y.addr + (r0 + o) * vb,
-                         dram_pitch=vb) for o in range(0, n, 4096)]
-        tiles.append(tile)
-    em.pipeline(tiles)
+        tile.st = _store_rows(em, po, n, y.addr + r0 * vb)
+
+    _rows_pipeline(em, act_bytes(a.shape, em.L) // em.L, 3, body)
+
+
+def lut_table(x: Act, y: Act, fn) -> np.ndarray:
+    """onnxruntime's 256-entry table (QlinearBuildLookupTable): dequantize every uint8 code in float32,
+    apply ``fn`` in float32, quantize as QuantizeLinear (divide, round half to even, + zp, saturate)."""
+    codes = np.arange(256, dtype=np.int32)
+    deq = (np.float32(x.scale) * (codes - x.zero_point).astype(np.float32)).astype(np.float32)
+    out = fn(deq).astype(np.float32)
+    q = np.rint((out / np.float32(y.scale)).astype(np.float32)) + y.zero_point
+    return np.clip(q, 0, 255).astype(np.int32)
+
+
+def lower_lut(em: Emitter, node: str, x: Act, y: Act, table: np.ndarray) -> None:
+    """An elementwise uint8 -> uint8 function as VEC LUT over a 256-entry table in CONST (16 rows)."""
+    _u8(node, x, y)
+    L = em.L
+    t_rows = -(-256 // L)
+    t_addr = em.const(np.resize(table.astype(np.int32), t_rows * L).reshape(t_rows, L), "lut")
+    em.emit(Load(buf=Buffer.CONST, elem=Elem.B32, sram=0, y_size=t_rows, dram_addr=t_addr, dram_pitch=4 * L))
+    em.setreg(Engine.EX, Reg.LUT_MIN, 0)
+
+    def body(tile: Tile, bases: list[int], r0: int, n: int) -> None:
+        px, po = bases
+        tile.ld = em.load_rows(Buffer.SPAD, px, n, x.addr + r0 * L)
+        tile.ex = [Vec(op=VecOp.LUT, u8=True, src1_mode=Src1Mode.FIXED, src1_buf=Buffer.CONST, dst=po + o,
+                       src0=px + o, src1=0, mx=mx, my=my, sx=1, sy=mx) for o, mx, my in _flat_walks(n)]
+        tile.st = _store_rows(em, po, n, y.addr + r0 * L)
+
+    _rows_pipeline(em, act_bytes(x.shape, L) // L, 2, body)
 
 
 def pool_out(h: int, w: int, k: tuple[int, int], s: tuple[int, int], pads: tuple[int, int, int, int]

@@ -72,7 +72,7 @@ def test_cli_compile_writes_binary_and_reference(tmp_path):
     program = read_binary(out)
     assert doc["instructions"] == len(program.instructions)
     assert doc["constants_bytes"] == len(program.constants)
-    assert [lay["op"] for lay in doc["layers"]][0] == "QLinearConv"
+    assert doc["layers"][0]["op"] == "QLinearConv"
     assert doc["predicted_cycles"] > 0
     assert (tmp_path / "tiny.q.onnx").exists()
     assert all(p.name in ("tiny.onnx", "tiny.axb", "tiny.q.onnx") for p in tmp_path.iterdir())  # no temp left

@@ -97,3 +97,18 @@ def test_global_average_within_one_lsb_of_ort():
         exact = _exact_mean(_conv_output(program, result, inputs, qdq), xzp, (7, 9), (7, 9))
         np.testing.assert_array_equal(result.outputs["y"].astype(np.int64), np.clip(exact, 0, 255))
     assert lsb <= 1
+
+
+@SETTINGS
+@given(c=st.integers(1, 40), h=st.integers(1, 12), w=st.integers(1, 12), alpha=st.sampled_from([0.01, 0.1, 0.2]),
+       seed=st.integers(0, 1000))
+def test_leaky_relu_lut_bit_exact(c, h, w, alpha, seed):
+    from onnx import helper
+
+    wt = np.random.default_rng(seed).standard_normal((c, c, 1, 1)).astype(np.float32)
+    m = graphs.model([helper.make_node("Conv", ["x", "w"], ["p"], kernel_shape=[1, 1]),
+                      helper.make_node("LeakyRelu", ["p"], ["y"], alpha=alpha)], {"x": [1, c, h, w]}, "y", {"w": wt})
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (_, _, _, qdq) = graphs.lsb_vs_ort(m, Path(tmp), seed)
+        assert "QLinearLeakyRelu" in {n.op_type for n in fused_model(qdq).graph.node}
+    assert lsb == 0
