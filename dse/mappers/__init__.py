@@ -18,14 +18,33 @@ MAPPERS = ("fast", "exhaustive")
 
 
 def map_layer(problem: Problem, arch: Architecture, objective: Any = "edp", *, mapper: str = "fast",
-              constraints: Any = None, seed: int = 0, pareto: bool = False, **options: Any) -> MapperResult:
+              constraints: Any = None, seed: int = 0, pareto: bool = False, db: Any = None,
+              **options: Any) -> MapperResult:
     """Best mapping of one layer on one config. ``options`` go to the chosen mapper (e.g. the fast
-    mapper's ``max_evaluations`` / ``time_limit_s``); the exhaustive one is seeded by a fast run."""
+    mapper's ``max_evaluations`` / ``time_limit_s``); the exhaustive one is seeded by a fast run.
+    ``db`` (a :class:`dse.mappers.db.MappingDB`) answers a repeated query from the database."""
+    obj = Objective.parse(objective)
+    if mapper not in MAPPERS:
+        raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
+    if db is None:
+        return _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
+    from dse.mappers.db import result_key
+
+    key = result_key(problem, arch, obj, mapper, seed, {"pareto": pareto, **options}, constraints)
+    hit = db.get(key, arch)
+    if hit is not None:
+        return hit
+    res = _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
+    db.put(key, problem, arch, res)
+    return res
+
+
+def _search(problem: Problem, arch: Architecture, obj: Objective, mapper: str, constraints: Any, seed: int,
+            pareto: bool, options: dict[str, Any]) -> MapperResult:
     from dse.mappers.exhaustive import exhaustive_map
     from dse.mappers.fast import fast_map
     from dse.mapspace import Mapspace
 
-    obj = Objective.parse(objective)
     ms = Mapspace(problem, arch, constraints)
     if mapper == "fast":
         return fast_map(problem, arch, obj, mapspace=ms, seed=seed, pareto=pareto, **options)
@@ -37,7 +56,7 @@ def map_layer(problem: Problem, arch: Architecture, objective: Any = "edp", *, m
             res.mappings_evaluated += seed_run.mappings_evaluated
             res.search_seconds += seed_run.search_seconds
         return res
-    raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
+    raise AssertionError(mapper)
 
 
 __all__ = ["MAPPERS", "MapperResult", "Objective", "map_layer"]

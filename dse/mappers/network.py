@@ -102,7 +102,7 @@ def _solve(job: tuple) -> MapperResult:
 
 def map_model(workload: Workload, arch: Architecture, objective: Any = "edp", *, mapper: str = "fast",
               seed: int = 0, workers: int = 1, layer: str | None = None, constraints: Any = None,
-              progress: bool = False, **options: Any) -> NetworkResult:
+              progress: bool = False, db: Any = None, **options: Any) -> NetworkResult:
     """Best mapping of every layer (or of the one named ``layer``); see the module docstring."""
     from costmodel.vector import layer_cost, post_ops_pj
 
@@ -115,7 +115,20 @@ def map_model(workload: Workload, arch: Architecture, objective: Any = "edp", *,
             raise UserError(f"{workload.name}: no layer named {layer!r} (layers: {shown})")
         layers = [x for x in layers if x.name == layer]
     shapes = list(dict.fromkeys(x.problem for x in layers if x.kind == "mac" and x.problem is not None))
-    jobs = [(p, arch, objective, mapper, seed, constraints, options) for p in shapes]
+    by_shape: dict[Any, MapperResult] = {}
+    keys: dict[Any, str] = {}
+    if db is not None:  # answered from the database first; only the misses are searched
+        from dse.mappers.db import result_key
+        from dse.mappers.objectives import Objective
+
+        obj = Objective.parse(objective)
+        for p in shapes:
+            keys[p] = result_key(p, arch, obj, mapper, seed, {"pareto": False, **options}, constraints)
+            hit = db.get(keys[p], arch)
+            if hit is not None:
+                by_shape[p] = hit
+    todo = [p for p in shapes if p not in by_shape]
+    jobs = [(p, arch, objective, mapper, seed, constraints, options) for p in todo]
     results: list[MapperResult] = []
     if workers > 1 and len(jobs) > 1:
         with mp.get_context("fork").Pool(min(workers, len(jobs))) as pool:
@@ -126,7 +139,10 @@ def map_model(workload: Workload, arch: Architecture, objective: Any = "edp", *,
         for i, job in enumerate(jobs):
             results.append(_solve(job))
             _tick(progress, i + 1, len(jobs))
-    by_shape = dict(zip(shapes, results))
+    for p, r in zip(todo, results):
+        by_shape[p] = r
+        if db is not None:
+            db.put(keys[p], p, arch, r)
     seen: set = set()
     out = []
     for x in layers:
@@ -145,7 +161,8 @@ def map_model(workload: Workload, arch: Architecture, objective: Any = "edp", *,
                 continue
             out.append(LayerResult(x.name, x.op_type, x.kind, c["energy_pj"], int(c["latency_cycles"]),
                                    c["latency_s"], 0.0, 0, signature="vector"))
-    return NetworkResult(workload.name, arch.name, out, time.perf_counter() - t0, len(shapes))
+    return NetworkResult(workload.name, arch.name, out, time.perf_counter() - t0, len(todo),
+                         {"shapes": len(shapes), "from_database": len(shapes) - len(todo)})
 
 
 def _tick(progress: bool, done: int, total: int) -> None:

@@ -59,3 +59,32 @@ def test_map_model_shares_shapes_and_sums():
 def test_unknown_layer_name():
     with pytest.raises(UserError, match="no layer named 'conv9'"):
         map_model(_workload(), load_architecture("tiny"), layer="conv9")
+
+
+def test_database_answers_repeated_queries(tmp_path):
+    from dse.mappers.db import MappingDB
+
+    arch = load_architecture("tiny")
+    db = MappingDB(tmp_path / "m.sqlite")
+    p = conv2d(4, 4, 6, 6, kernel=3, padding=1)
+    first = map_layer(p, arch, db=db, max_evaluations=1500)
+    again = map_layer(p, arch, db=db, max_evaluations=1500)
+    assert not first.from_cache and again.from_cache
+    assert again.mapping == first.mapping and again.metrics == first.metrics
+    assert again.mappings_evaluated == first.mappings_evaluated
+    other = map_layer(p, arch, "energy", db=db, max_evaluations=1500)  # another objective: a new search
+    assert not other.from_cache and len(db) == 2
+    w = _workload()
+    net1 = map_model(w, arch, db=db, max_evaluations=1500)
+    net2 = map_model(w, arch, db=MappingDB(tmp_path / "m.sqlite"), max_evaluations=1500)
+    assert net1.extra["from_database"] == 1  # the conv shape was stored above, the fc was not
+    assert net2.extra["from_database"] == 2 and net2.shapes_searched == 0
+    assert [x.mapping for x in net2.layers] == [x.mapping for x in net1.layers]
+
+
+def test_database_path_error(tmp_path):
+    from dse.mappers.db import MappingDB
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UserError, match="cannot open the mapping database"):
+        MappingDB(tmp_path / "f" / "m.sqlite")
