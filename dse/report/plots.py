@@ -101,7 +101,8 @@ def roofline(layers: dict[str, list[LayerResult]], arch: Architecture) -> Figure
     """Achieved MACs/cycle against operational intensity (MACs per DRAM word), under the roofs:
     peak = all PEs busy; slope = the DRAM's read bandwidth (words/cycle)."""
     fig, ax = _figure()
-    flat = [x for xs in layers.values() for x in xs]
+    macs = {w: [x for x in xs if x.macs > 0] for w, xs in layers.items()}  # vector layers have no MACs
+    flat = [x for xs in macs.values() for x in xs]
     oi = np.array([x.macs / max(x.dram_words, 1.0) for x in flat])
     perf = np.array([x.macs / max(x.latency_cycles, 1.0) for x in flat])
     peak = float(arch.num_pes)
@@ -110,7 +111,7 @@ def roofline(layers: dict[str, list[LayerResult]], arch: Architecture) -> Figure
     roof = np.minimum(peak, bw * xs) if bw else np.full_like(xs, peak)
     ax.loglog(xs, roof, color="k", lw=1.5, label=f"roof: {peak:g} MAC/cycle" + (f", {bw:g} words/cycle" if bw else ""))
     ax.scatter(oi, perf, c="C3", s=22, zorder=3, label="layers")
-    for name, x, y in zip(_layer_names(layers)[:20], oi, perf, strict=False):
+    for name, x, y in zip(_layer_names(macs)[:20], oi, perf, strict=False):
         ax.annotate(name, (x, y), fontsize=5, xytext=(2, 2), textcoords="offset points")
     ax.set_ylim(min(perf.min() / 2, peak / 100), peak * 2)
     ax.set_xlabel("operational intensity (MACs per DRAM word)")
