@@ -18,25 +18,14 @@ MAPPERS = ("fast", "exhaustive")
 
 
 def map_layer(problem: Problem, arch: Architecture, objective: Any = "edp", *, mapper: str = "fast",
-              constraints: Any = None, seed: int = 0, pareto: bool = False, db: Any = None,
-              **options: Any) -> MapperResult:
+              constraints: Any = None, seed: int = 0, pareto: bool = False, **options: Any) -> MapperResult:
     """Best mapping of one layer on one config. ``options`` go to the chosen mapper (e.g. the fast
     mapper's ``max_evaluations`` / ``time_limit_s``); the exhaustive one is seeded by a fast run.
-    ``db`` (a :class:`dse.mappers.db.MappingDB`) answers a repeated query from the database."""
+    (Persistence and whole networks: :mod:`dse.mapdb`, :mod:`dse.network`.)"""
     obj = Objective.parse(objective)
     if mapper not in MAPPERS:
         raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
-    if db is None:
-        return _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
-    from dse.mappers.db import result_key
-
-    key = result_key(problem, arch, obj, mapper, seed, {"pareto": pareto, **options}, constraints)
-    hit = db.get(key, arch)
-    if hit is not None:
-        return hit
-    res = _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
-    db.put(key, problem, arch, res)
-    return res
+    return _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
 
 
 def _search(problem: Problem, arch: Architecture, obj: Objective, mapper: str, constraints: Any, seed: int,

@@ -38,7 +38,6 @@ class MapperResult:
     stats: dict[str, int] = field(default_factory=dict)
     pareto: list[ParetoPoint] | None = None
     seed: int | None = None
-    from_cache: bool = False
 
     def to_dict(self, arch: Architecture | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -56,25 +55,6 @@ class MapperResult:
             out["pareto"] = [{"energy_pj": p.energy_pj, "latency_cycles": p.latency_cycles,
                               "mapping": p.mapping.to_dict(arch)} for p in self.pareto]
         return out
-
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], arch: Architecture) -> MapperResult:
-        """Inverse of :meth:`to_dict` (for the mapping database)."""
-        from costmodel.mapping import Mapping
-        from dse.mappers.objectives import Objective
-        from dse.mapspace import MapspaceSize
-
-        o = data["objective"]
-        obj = Objective(o["energy_weight"], o["latency_weight"], o["max_latency_cycles"], o["max_energy_pj"],
-                        o["name"])
-        pareto = None
-        if data.get("pareto") is not None:
-            pareto = [ParetoPoint(p["energy_pj"], p["latency_cycles"], Mapping.from_dict(p["mapping"], arch))
-                      for p in data["pareto"]]
-        return cls(Mapping.from_dict(data["mapping"], arch), {m: data[m] for m in METRICS}, obj, data["mapper"],
-                   data["mappings_evaluated"], data["search_seconds"], MapspaceSize(**data["mapspace_size"]),
-                   dict(data.get("stats", {})), pareto, data.get("seed"))
 
 
 def metrics_of(ev: Any, i: int) -> dict[str, float]:
