@@ -53,22 +53,42 @@ class Accesses:
         return self.fills + self.updates
 
 
-def _within(t: np.ndarray, rank: np.ndarray, d_all: int) -> np.ndarray:
-    """[L, D, B]: product of the factors of the loops outer to each loop in its level's order
-    (``rank``: its position among all ``d_all`` dims). Scatters the factors into loop order (the
-    dropped dims' slots keep factor 1), takes exclusive prefix products and gathers them back:
-    linear in D, where comparing every pair of loops is quadratic."""
-    n_lv, _, b = t.shape
+def _loop_slots(rank: np.ndarray, d_all: int) -> np.ndarray:
+    """[L, D, B] flat index of each loop in an [L, d_all, B] array ordered by loop position."""
+    n_lv, _, b = rank.shape
     flat = rank.astype(np.intp) * b
     flat += (np.arange(n_lv) * (d_all * b))[:, None, None] + np.arange(b)
+    return flat
+
+
+def _within(t: np.ndarray, slots: np.ndarray, d_all: int) -> np.ndarray:
+    """[L, D, B]: product of the factors of the loops outer to each loop in its level's order.
+    Scatters the factors into loop order (the dropped dims' slots keep factor 1), takes exclusive
+    prefix products and gathers them back: linear in D, where comparing every pair is quadratic."""
+    n_lv, _, b = t.shape
     in_order = np.ones(n_lv * d_all * b, np.int64)
-    in_order[flat.ravel()] = t.ravel()
+    in_order[slots.ravel()] = t.ravel()
     in_order = in_order.reshape(n_lv, d_all, b)
     prefix = np.empty_like(in_order)
     prefix[:, 0] = 1
     for r in range(1, d_all):
         np.multiply(prefix[:, r - 1], in_order[:, r - 1], out=prefix[:, r])
-    return prefix.ravel().take(flat)
+    return prefix.ravel().take(slots)
+
+
+def _inner_sum(values: list[tuple[int, np.ndarray]], slots: np.ndarray, d_all: int, at: list[int]) -> np.ndarray:
+    """[L, len(at), B]: for the loops of dims ``at``, the sum of ``values`` ((dim, [L, B]) pairs)
+    of the dims whose loops are inner to it at the same level (exclusive suffix sums in loop order)."""
+    n_lv, _, b = slots.shape
+    in_order = np.zeros(n_lv * d_all * b, np.int64)
+    for e, v in values:
+        in_order[slots[:, e].ravel()] = v.ravel()
+    in_order = in_order.reshape(n_lv, d_all, b)
+    suffix = np.empty_like(in_order)
+    suffix[:, -1] = 0
+    for r in range(d_all - 2, -1, -1):
+        np.add(suffix[:, r + 1], in_order[:, r + 1], out=suffix[:, r])
+    return suffix.ravel().take(slots[:, at])
 
 
 class _Batch:
@@ -95,7 +115,8 @@ class _Batch:
         self.sp_above = np.ones((n_lv + 1, b), np.int64)
         np.cumprod(np.multiply.reduce(t, axis=1), axis=0, out=self.n_above[1:])
         np.cumprod(np.multiply.reduce(geo.xy, axis=1), axis=0, out=self.sp_above[1:])
-        self.wts = _within(t, rank, d_all)  # product of the factors of the loops outer to each, same level
+        self.slots, self.d_all = _loop_slots(rank, d_all), d_all
+        self.wts = _within(t, self.slots, d_all)  # product of the factors of the loops outer to each, same level
         self.wts *= self.n_above[:n_lv, None, :]
         self.wts *= t - 1  # steps at which a loop advances
         self.pos = rank + (np.arange(n_lv, dtype=np.int16) * d_all)[:, None, None]  # nest position of each loop
@@ -157,17 +178,15 @@ class _TensorLoops:
             self.js = np.full((bt.t.shape[0], bt.t.shape[2]), -1, bt.pos.dtype)
         self.pos, self.wts = bt.pos[:, free], bt.wts[:, free]
         self.here = []
-        rk_free = bt.rank[:, free]
         for ax in axes:
             if ax.single:
                 continue
-            part = np.zeros(self.wts.shape, np.int64)
+            # e's loop at the same level wraps to 0 when it is inner to the advancing loop ...
+            resets = [(e, coef * (bt.t[:, e] - 1) * bt.w_t[:, e]) for coef, e in ax.terms]
+            part = np.negative(_inner_sum(resets, bt.slots, bt.d_all, free))
             for coef, e in ax.terms:
-                # e's loop at the same level wraps to 0 when it is inner to the advancing loop
-                reset_here = coef * (bt.t[:, e] - 1) * bt.w_t[:, e]
-                part -= np.where(bt.rank[:, e][:, None, :] > rk_free, reset_here[:, None, :], 0)
                 if e in free:
-                    part[:, free.index(e)] += coef * bt.w_t[:, e]  # the advancing loop itself
+                    part[:, free.index(e)] += coef * bt.w_t[:, e]  # ... and the advancing loop moves
             self.here.append(part)
 
     def shift(self, bt: _Batch, k: int, ax: Axis, c: int) -> np.ndarray:
@@ -210,9 +229,16 @@ class _Link:
             for sh in self.shift:
                 still &= sh == 0
             self.after = np.where(still | (tl.pos[:c] == bt.last()[c - 1][None, None, :]), self.after, 0)
-        self.s0 = self._reused(None, {}) if self.mt else self.after.sum(axis=(0, 1))
+        self._s0: np.ndarray | None = None
 
-    def _reused(self, rows: np.ndarray | None, over: dict) -> np.ndarray:
+    @property
+    def s0(self) -> np.ndarray:
+        """Σ over steps of the unmerged reused elements (lazy: merged rows replace it)."""
+        if self._s0 is None:
+            self._s0 = self._reused(None, {}) if self.mt else self.after.sum(axis=(0, 1))
+        return self._s0
+
+    def _reused(self, rows: np.ndarray | slice | None, over: dict) -> np.ndarray:
         """Σ over steps of Π over multi-term axes of Stab(Δ), for ``rows`` (None: all); ``over[k]``
         = (distinct Stab rows, index per row) replaces axis k's unmerged table."""
         sel = slice(None) if rows is None else rows
@@ -242,25 +268,28 @@ class _Link:
         for e in self.st:
             u_st = u_st * self.ext[e] if mf is None else u_st * self.ext[e] * mf[e]
         u_mt = self.u_tile
-        s = None if self.mac else self.s0
+        s = None
         if mf is not None and self.mt:
             u_mt = u_mt.copy()
             over: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             # rows whose merged children split a window dimension: exact tables per digit pattern
             window_dims = sorted({e for ax in self.mt for _, e in ax.terms})
-            rows = np.nonzero((mf[window_dims] > 1).any(axis=0))[0]
-            if rows.size:
+            split = (mf[window_dims] > 1).any(axis=0)
+            rows = slice(None) if split.all() else np.nonzero(split)[0]
+            if split.any():
                 for k, ax in enumerate(self.mt):
                     usz, srows, inv = merged_stats(tuple(cf for cf, _ in ax.terms), ax.extent,
                                                    self._key(ax, nets, rows))
                     u_mt[rows] = u_mt[rows] // self.tables[k].size[self.rows0[k][rows]] * usz
                     over[k] = (srows, inv)
                 if not self.mac:
-                    s = s.copy()
-                    s[rows] = self._reused(rows, over)
+                    s = self._reused(rows, over) if isinstance(rows, slice) else self.s0.copy()
+                    if not isinstance(rows, slice):
+                        s[rows] = self._reused(rows, over)
         if self.mac:
             out = groups * bt.n_above[c] * u_st * u_mt
         else:
+            s = self.s0 if s is None else s
             out = groups * u_st * (bt.n_above[c] * u_mt - s)
         self._cache[key] = out
         return out
@@ -274,7 +303,7 @@ class _Link:
             mf[self.used] = 1
         return mf
 
-    def _key(self, ax: Axis, nets: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+    def _key(self, ax: Axis, nets: tuple[int, ...], rows: np.ndarray | slice) -> np.ndarray:
         """Per row: for each term its tile extent and (w, f) of its merged spatial digits."""
         geo, cols = self.bt.geo, []
         for _, e in ax.terms:
