@@ -67,14 +67,19 @@ def results(
 
 
 def report(
-    study_dir: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
+    source: Annotated[Path, typer.Argument(help="A sweep's output folder, or a `dse map --json` file.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
+    hw: Annotated[Path | None, typer.Option("--hw", help="For a map result: its config, if not a shipped one.")]
+    = None,
 ) -> None:
     """A self-contained HTML report (plots embedded) plus the PNGs next to it."""
-    from dse.report import write_report
+    from dse.report import write_map_report, write_report
 
-    path = write_report(study_dir, output, storage=storage)
+    if source.is_file():
+        path = write_map_report(source, output, hw=hw)
+    else:
+        path = write_report(source, output, storage=storage)
     typer.echo(f"wrote {path}", err=True)
 
 

@@ -1,6 +1,7 @@
 """Reports for power-performance reviews: ``write_report(STUDY_DIR, report.html)`` renders the
 study's figures (:mod:`dse.report.plots`) as PNG files next to the HTML and embeds them in one
-self-contained page (:mod:`dse.report.html`).
+self-contained page (:mod:`dse.report.html`). ``write_map_report`` does the per-layer part for one
+design from a ``dse map --json`` document.
 
 Per-layer breakdowns are of one *chosen* design: the Pareto design closest to the ideal point
 (:func:`dse.report.analysis.chosen_trial`), re-evaluated (the mapper is deterministic for a seed
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 SECTIONS = ("summary", "pareto", "ppa", "energy", "latency", "roofline", "utilization", "area", "importance")
+MAP_SECTIONS = ("summary", "energy", "latency", "roofline", "utilization", "area")
 
 
 def _png(fig: object) -> bytes:
@@ -23,12 +27,7 @@ def _png(fig: object) -> bytes:
 
 
 def write_report(study_dir: str | Path, output: str | Path, *, storage: str | None = None) -> Path:
-    """Write ``output`` (HTML) and ``<output stem>_files/*.png``; returns the HTML path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """Write ``output`` (HTML) and ``<output stem>_files/*.png`` for a sweep's folder."""
     from costmodel.area import area_breakdown
     from costmodel.errors import UserError
     from dse.report import plots
@@ -58,44 +57,98 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     ppa_cols = ["trial", *knobs, *dict.fromkeys([*objectives, "area_mm2", "power_mw", "latency_ms",
                                                  "energy_uj", "utilization"])]
     ppa = front[ppa_cols].head(30)
+    metric_fmt = {c: "{:.4g}" for c in ppa_cols if c not in ("trial", *knobs)}
     n_feas = int(table["feasible"].sum())
     summary = (f"{len(table)} trials ({(table['state'] == 'COMPLETE').sum()} completed, "
                f"{(table['state'] == 'PRUNED').sum()} invalid designs, {n_feas} feasible); "
                f"Pareto set: {len(front)} designs. Sampler {study.spec.sampler.kind}, seed "
                f"{study.spec.sampler.seed}; hardware template {study.hw_source.name}; workloads "
                f"{', '.join(study.workload_names)}. Breakdowns below are of trial {int(row['trial'])} "
-               f"({plots._knob_label(row, knobs)}).")
-    with plt.style.context("default"):
-        figs = {
-            "pareto": plots.pareto_front(table, front, objectives, knobs),
-            "energy": plots.energy_breakdown(design.layers),
-            "latency": plots.latency_breakdown(design.layers),
-            "roofline": plots.roofline(design.layers, design.arch),
-            "utilization": plots.utilization(design.layers),
-            "area": plots.area_breakdown(area),
-            "importance": plots.knob_importance(importance),
-        }
-        pngs = {k: _png(f) for k, f in figs.items()}
-    files = output.parent / f"{output.stem}_files"
-    files.mkdir(parents=True, exist_ok=True)
-    for k, data in pngs.items():
-        _atomic_bytes(files / f"{k}.png", data)
-    metric_fmt = {c: "{:.4g}" for c in ppa_cols if c not in ("trial", *knobs)}
+               f"({plots.knob_label(row, knobs)}).")
+    design_secs = _design_sections(design.layers, design.arch, area, files_dir(output))
     sections = [
         Section("summary", "Summary", summary),
-        Section("pareto", "Pareto front", "Feasible designs coloured by area; grey: infeasible.", png=pngs["pareto"]),
+        Section("pareto", "Pareto front", "Feasible designs coloured by area; grey: infeasible.",
+                png=_render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs),
+                            files_dir(output))),
         Section("ppa", "PPA summary of the Pareto designs", "", ppa.style.format(metric_fmt).hide(axis="index")
                 .to_html()),
-        Section("energy", "Energy breakdown per layer and level", png=pngs["energy"]),
-        Section("latency", "Latency breakdown per layer", "Compute cycles and the excess when memory traffic "
-                "sets the latency.", png=pngs["latency"]),
-        Section("roofline", "Roofline of the chosen design", png=pngs["roofline"]),
-        Section("utilization", "Utilization per layer", png=pngs["utilization"]),
-        Section("area", "Area breakdown", png=pngs["area"]),
+        *design_secs,
         Section("importance", "Knob importance", "Main-effect share of each objective's (log) variance.",
-                png=pngs["importance"]),
+                png=_render("importance", lambda: plots.knob_importance(importance), files_dir(output))),
     ]
     _atomic_bytes(output, render(f"Study report: {study.name}", sections).encode("utf-8"))
+    return output
+
+
+def files_dir(output: Path) -> Path:
+    """Where the PNGs of ``output`` go: ``<stem>_files/`` next to it."""
+    d = output.parent / f"{output.stem}_files"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _render(name: str, draw: Callable[[], Any], folder: Path) -> bytes:
+    """Draw a figure in the default style, save it as ``folder/name.png``, return the PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with plt.style.context("default"):
+        data = _png(draw())
+    _atomic_bytes(folder / f"{name}.png", data)
+    return data
+
+
+def _design_sections(layers: dict[str, list[Any]], arch: Any, area: dict[str, float], folder: Path) -> list[Any]:
+    """The per-layer sections of one design: energy, latency, roofline, utilization, area."""
+    from dse.report import plots
+    from dse.report.html import Section
+
+    return [
+        Section("energy", "Energy breakdown per layer and level",
+                png=_render("energy", lambda: plots.energy_breakdown(layers), folder)),
+        Section("latency", "Latency breakdown per layer", "Compute cycles and the excess when memory traffic "
+                "sets the latency.", png=_render("latency", lambda: plots.latency_breakdown(layers), folder)),
+        Section("roofline", "Roofline of the chosen design",
+                png=_render("roofline", lambda: plots.roofline(layers, arch), folder)),
+        Section("utilization", "Utilization per layer",
+                png=_render("utilization", lambda: plots.utilization(layers), folder)),
+        Section("area", "Area breakdown", png=_render("area", lambda: plots.area_breakdown(area), folder)),
+    ]
+
+
+def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | Path | None = None) -> Path:
+    """A report of one design from a ``dse map --json`` document: summary and per-layer sections.
+    The config is the document's ``hw`` (a shipped name) unless ``hw`` is given; its fingerprint
+    must match the document's."""
+    import json
+
+    from costmodel.arch import load_architecture
+    from costmodel.area import area_breakdown
+    from costmodel.errors import UserError
+    from dse.report.html import Section, render
+    from dse.study.design import layer_result
+
+    src, output = Path(result_json), Path(output)
+    try:
+        doc = json.loads(src.read_text())
+        arch = load_architecture(hw or doc["hw"])
+        rows = doc["layers"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise UserError(f"{src}: not a `dse map --json` document ({exc})") from None
+    if arch.fingerprint() != doc.get("config_fingerprint"):
+        raise UserError(f"{src}: was mapped on a different config than {arch.source} (fingerprints "
+                        f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one with --hw")
+    layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in rows
+                                          if x.get("latency_cycles") or x.get("energy_pj")]}
+    summary = (f"{doc.get('model')} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
+               f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
+               f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, seed {doc.get('seed')}).")
+    sections = [Section("summary", "Summary", summary),
+                *_design_sections(layers, arch, dict(area_breakdown(arch)), files_dir(output))]
+    _atomic_bytes(output, render(f"Design report: {doc.get('model')} on {arch.name}", sections).encode("utf-8"))
     return output
 
 
@@ -105,4 +158,4 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["SECTIONS", "write_report"]
+__all__ = ["MAP_SECTIONS", "SECTIONS", "write_map_report", "write_report"]

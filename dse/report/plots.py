@@ -29,7 +29,7 @@ def _figure() -> tuple[Figure, Any]:
     return fig, fig.add_subplot()
 
 
-def _knob_label(row: pd.Series, knobs: list[str]) -> str:
+def knob_label(row: pd.Series, knobs: list[str]) -> str:
     return ", ".join(f"{k}={row[k]:g}" if isinstance(row[k], (int, float)) else f"{k}={row[k]}" for k in knobs)
 
 
@@ -49,7 +49,7 @@ def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str]
         f = front.sort_values(x_name)
         ax.step(f[x_name], f[y_name], where="post", color="C3", lw=1.2, label="Pareto front")
         for _, row in f.head(12).iterrows():
-            ax.annotate(_knob_label(row, knobs), (row[x_name], row[y_name]), fontsize=6,
+            ax.annotate(knob_label(row, knobs), (row[x_name], row[y_name]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel(x_name)
     ax.set_ylabel(y_name)

@@ -67,3 +67,31 @@ def test_chosen_trial_is_closest_to_ideal() -> None:
     front = pd.DataFrame({"trial": [0, 1, 2], "e": [1.0, 1.1, 2.0], "l": [3.0, 1.2, 1.0]})
     assert chosen_trial(front, ["e", "l"], ["minimize", "minimize"]) == 1
     assert chosen_trial(front, ["e", "l"], ["maximize", "maximize"]) in (0, 2)
+
+
+def test_report_of_one_map_result(tmp_path: Path) -> None:
+    """`dse report MAP.json`: the per-layer sections of one design; the energy bars add up to the total."""
+    import json
+
+    from dse.network import map_model
+    from dse.report import MAP_SECTIONS
+
+    net = map_model("keyword_spotting", "tiny", db=False, progress=False, workers=1, max_evaluations=200)
+    src = tmp_path / "map.json"
+    src.write_text(json.dumps(net.to_dict()))
+    from dse.study.design import layer_result
+
+    for x in net.to_dict()["layers"]:  # the stacked parts of each bar add up to the layer's energy
+        if x["energy_pj"]:
+            parts = layer_result(x["name"], x, net.arch).energy_by_level_pj
+            assert sum(parts.values()) == pytest.approx(x["energy_pj"], rel=1e-9)
+    out = tmp_path / "one.html"
+    r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    html = out.read_text()
+    for sec in MAP_SECTIONS:
+        assert f'<section id="{sec}">' in html
+    assert '<section id="pareto">' not in html
+    assert _png_size((tmp_path / "one_files" / "energy.png").read_bytes()) == (800, 450)
+    r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(out), "--hw", "tpu_like"])
+    assert "different config" in str(r.exception)
