@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.isa.program import IOTensor
-from compiler.lower import conv, vector
+from compiler.lower import conv, layout_ops, vector
 from compiler.lower.emitter import Act, Emitter, act_bytes
 from costmodel.errors import UserError
 
@@ -100,7 +100,7 @@ class GraphLowering:
             "QGemm": self.qgemm, "QLinearMatMul": self.qmatmul, "QLinearAdd": self.qadd,
             "MaxPool": self.maxpool, "QLinearAveragePool": self.avgpool,
             "QLinearGlobalAveragePool": self.gap, "ReduceMean": self.reduce_mean,
-            "QLinearLeakyRelu": self.leaky_relu,
+            "QLinearLeakyRelu": self.leaky_relu, "Resize": self.resize, "QLinearConcat": self.concat,
             "Reshape": self.reshape, "Flatten": self.reshape, "Squeeze": self.reshape, "Unsqueeze": self.reshape,
         }
         for node in self.model.graph.node:
@@ -219,6 +219,42 @@ class GraphLowering:
         self._layer(node)
         table = vector.lut_table(x, y, lambda v: np.where(v >= 0, v, (alpha * v).astype(np.float32)))
         vector.lower_lut(self.em, self.em.node, x, y, table)
+
+    def resize(self, node) -> None:
+        x = self.act(node, 0)
+        at = self.attrs(node)
+        conv_ = (at.get("mode", b"nearest"), at.get("coordinate_transformation_mode", b"half_pixel"),
+                 at.get("nearest_mode", b"round_prefer_floor"))
+        conv_ = tuple(v.decode() if isinstance(v, bytes) else v for v in conv_)
+        if len(node.input) > 2 and node.input[2]:
+            scales = [float(v) for v in self.c(node, 2, "scales")]
+        else:
+            scales = [o / i for o, i in zip(self.c(node, 3, "sizes").tolist(), x.shape, strict=True)]
+        f = scales[2] if len(scales) == 4 else 0
+        if conv_ != ("nearest", "asymmetric", "floor") or len(x.shape) != 4 or scales[:2] != [1.0, 1.0] \
+                or scales[3] != f or f != int(f) or f < 2:
+            raise UserError(f"node {node.name} (Resize): only nearest / asymmetric / floor with one integer factor on "
+                            f"H and W is lowered (got {conv_}, scales {scales})")
+        f = int(f)
+        y = self.out(node, (1, x.shape[1], x.shape[2] * f, x.shape[3] * f), x.scale,
+                     np.asarray(x.zero_point, np.uint8))
+        self._layer(node)
+        layout_ops.lower_resize_nearest(self.em, self.em.node, x, y, f)
+
+    def concat(self, node) -> None:
+        if int(self.attrs(node).get("axis", 1)) != 1:
+            raise UserError(f"node {node.name} (Concat): only the channel axis (1) is lowered")
+        parts = []
+        for k in range(2, len(node.input), 3):
+            a = self.act(node, k)
+            parts.append(Act(a.name, a.shape, a.addr, float(self.c(node, k + 1, "scale")),
+                             int(self.c(node, k + 2, "zero point")), a.dtype))
+        if len({p.shape[2:] for p in parts}) != 1 or any(len(p.shape) != 4 for p in parts):
+            raise UserError(f"node {node.name} (Concat): inputs of different spatial shapes")
+        c = sum(p.shape[1] for p in parts)
+        y = self.out(node, (1, c, *parts[0].shape[2:]), self.c(node, 0, "Y scale"), self.c(node, 1, "Y zero point"))
+        self._layer(node)
+        layout_ops.lower_concat(self.em, self.em.node, parts, y)
 
     def _pool_attrs(self, node, x: Act) -> tuple:
         at = self.attrs(node)

@@ -71,3 +71,19 @@ def test_removing_only_a_push_deadlocks(tiny):
     name = next(t.name for t in program.io if t.direction == "input")
     with pytest.raises(SimError, match="deadlock"):
         simulate(program, {name: np.zeros((1, 3, 24, 20), np.uint8)}, timing=False)
+
+
+def test_keyword_spotting_from_the_zoo_runs_race_free(tmp_path):
+    """The zoo's res8-narrow: compiled from its name, written, read back and simulated from the file.
+    Not asserted bit-exact: its two average pools are within 1 LSB of onnxruntime (docs/compiler.md)."""
+    from compiler.compile import compile_to_file
+
+    compiled = compile_to_file("keyword_spotting", "tpu_like", tmp_path / "kws.axb")
+    assert (tmp_path / "kws.q.onnx").exists()
+    ops = [lay["op"] for lay in compiled.layers]
+    assert ops.count("QLinearConv") == 7 and ops.count("QLinearAdd") == 3 and ops[-1] == "QGemm"
+    x = np.random.default_rng(0).standard_normal((1, 1, 98, 40)).astype(np.float32)
+    from_file = simulate(tmp_path / "kws.axb", {"input": x})
+    in_memory = simulate(compiled.program, {"input": x})
+    assert from_file.warnings == []
+    np.testing.assert_array_equal(from_file.outputs["linear"], in_memory.outputs["linear"])
