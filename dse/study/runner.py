@@ -174,7 +174,13 @@ def _worker(out: str, url: str | None, n_trials: int) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = load_study_dir(out)
     ost = create(study, open_storage(Path(out), url))
-    ost.optimize(Objective(study, load_layers(study)), n_trials=n_trials, catch=(Exception,))
+    parent = os.getppid()
+
+    def orphaned(st: optuna.Study, _t: Any) -> None:  # the sweep was killed: stop after this trial
+        if os.getppid() != parent:
+            st.stop()
+
+    ost.optimize(Objective(study, load_layers(study)), n_trials=n_trials, catch=(Exception,), callbacks=[orphaned])
 
 
 @dataclass

@@ -74,3 +74,43 @@ def test_sigkill_mid_trial_then_resume(tmp_path: Path, sampler: str) -> None:
     for n, t in finished_before.items():  # nothing finished was re-run
         assert after[n].datetime_complete == t.datetime_complete
     assert _signature(after) == _signature(ref.optuna_study.get_trials())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
+    """Killing `dse sweep --workers 2` leaves its workers orphaned: they finish their current trial and
+    stop; a rerun then completes exactly N trials, each once."""
+    n = 10
+    path = small_study(tmp_path, sampler="random", trials=n, mapper={"max_evaluations": 1500})
+    out = tmp_path / "out"
+    code = ("import sys; from tests.study.helpers import study_app; "
+            "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            if (out / "study.journal").exists() and sum(t.state.name == "COMPLETE" for t in _states(out)) >= 2:
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    pids = {int(t.user_attrs["worker"].rpartition(":")[2]) for t in _states(out) if "worker" in t.user_attrs}
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids), "orphaned workers did not stop"
+    assert len(_states(out)) < n  # they stopped early instead of running all their share
+    res = run_study(path)
+    trials = res.optuna_study.get_trials()
+    assert [t.number for t in trials] == list(range(n))
+    assert all(t.state.name == "COMPLETE" for t in trials)
