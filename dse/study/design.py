@@ -119,7 +119,7 @@ def map_network(workload: Workload, arch: Architecture, study: Study) -> list[La
     opts = {"max_evaluations": m.max_evaluations} if m.mapper == "fast" else {}
     db = study.output / MAPPING_DB
     db.parent.mkdir(parents=True, exist_ok=True)
-    net = map_model(workload, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, workers=1, db=db,
+    net = map_model(workload, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, workers=m.workers, db=db,
                     progress=False, **opts)
     return [layer_result(x.name, x.metrics, arch, 1, x.mappings_evaluated,
                          x.mapping.to_dict(arch) if x.mapping is not None else None)

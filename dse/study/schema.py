@@ -75,6 +75,8 @@ class MapperSpec(_Strict):
     objective: Literal["edp", "energy", "latency"] = "edp"
     max_evaluations: int = Field(2000, gt=0, description="Fast mapper budget per distinct layer shape.")
     seed: int = 0
+    workers: int = Field(1, gt=0, description="Processes mapping a model's layers in parallel inside a trial "
+                         "(map_model workers); use with --workers 1.")
 
 
 class StudySpec(_Strict):
