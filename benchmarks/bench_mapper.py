@@ -1,18 +1,17 @@
-"""Mapper benchmark: per zoo model and config, the fast mapper's wall time, evaluations and totals;
-and (``--quality``) the fast mapper against the exhaustive optimum on a set of small-to-medium layers.
+"""Mapper benchmark, per layer: the fast mapper's search time and evaluations on each distinct layer
+shape of zoo models; and (``--quality``) the fast mapper against the exhaustive optimum on a set of
+small-to-medium layers. (Whole-network totals: benchmarks/bench_network.py.)
 
-Network mode: each distinct layer shape of the model is mapped once (identical shapes share the
-result, counted with their multiplicity in the totals), in ``--workers`` processes. It prints wall
-seconds, mappings evaluated, evaluations per second, and total energy, latency (layers run one after
-another) and EDP. The baseline, run in the same process: random valid mappings
-drawn from the same mapspace (constraints honoured) with as many evaluations as the fast mapper used on each layer; the
-ratio is its EDP over the fast mapper's.
+Per-layer mode: for each distinct MAC layer shape (``n`` = how many layers share it) it prints the
+search seconds, evaluations, evaluations per second, the EDP and utilization found, and the ratio
+to a baseline run in the same process: the best EDP of as many random valid mappings, drawn from the
+same mapspace (constraints honoured), as the fast mapper evaluated.
 
 Quality mode: for each layer and config, the exhaustive mapper (``--exhaustive-limit`` seconds each;
 a result that hit the limit is marked incomplete and left out of the statistics) against the fast
 mapper with the default budget. It prints each EDP ratio, and the geometric mean and the worst.
 
-    python benchmarks/bench_mapper.py [--models resnet18] [--configs tpu_like] [--workers 2]
+    python benchmarks/bench_mapper.py [--models resnet18] [--configs tpu_like] [--evals 20000]
     python benchmarks/bench_mapper.py --quality [--configs tiny eyeriss_like] [--exhaustive-limit 60]
 
 ZigZag (``zigzag-dse``) is not installed in this environment, so no time ratio to it is printed.
@@ -27,9 +26,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import math
-import multiprocessing as mp
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -87,7 +84,7 @@ def _map_one(args):
         r = map_layer(problem, arch, mapper="fast", seed=seed, max_evaluations=evals)
     except UserError as exc:
         return None, str(exc)
-    return (r.metrics, r.mappings_evaluated), None
+    return (r.metrics, r.mappings_evaluated, r.search_seconds), None
 
 
 def _random_edp(problem, arch, n, seed):
@@ -113,49 +110,37 @@ def _random_edp(problem, arch, n, seed):
     return best[1], best[2]
 
 
-def network(models, configs, evals, workers, baseline):
+def per_layer(models, configs, evals, baseline):
+    """Each distinct layer shape of each model: search seconds, evaluations, rate, EDP, baseline."""
     from dse import workloads
 
-    print(f"{'model':<20} {'config':<22} {'layers':>6} {'shapes':>6} {'wall s':>7} {'evals':>9} "
-          f"{'evals/s':>9} {'energy uJ':>11} {'latency ms':>11} {'EDP J*s':>10} {'rand/fast':>9}")
-    pool = mp.get_context("fork").Pool(workers) if workers > 1 else None
+    print(f"{'model':<16} {'config':<20} {'layer shape':<44} {'n':>3} {'search s':>8} {'evals':>7} "
+          f"{'evals/s':>8} {'EDP pJ*s':>10} {'util':>5} {'rand/fast':>9}")
     for model in models:
         w = workloads.load(model)
         counts = Counter(layer.problem for layer in w.mac_layers())
-        shapes = list(counts)
         for cfg in configs:
             arch = load_architecture(cfg)
-            t0 = time.perf_counter()
-            jobs = [(p, cfg, evals, 0) for p in shapes]
-            out = pool.map(_map_one, jobs) if pool else [_map_one(j) for j in jobs]
-            wall = time.perf_counter() - t0
-            energy = latency_s = 0.0
-            n_eval, failed = 0, []
-            r_energy = r_latency = 0.0
-            for p, (res, err) in zip(shapes, out):
+            tot_s = tot_e = 0.0
+            ratios = []
+            for p, n in counts.items():
+                res, err = _map_one((p, cfg, evals, 0))
                 if res is None:
-                    failed.append(err)
+                    print(f"{model:<16} {cfg:<20} {p.describe():<44} {n:>3} no mapping: {err}", flush=True)
                     continue
-                metrics, used = res
-                n_eval += used
-                energy += counts[p] * metrics["energy_pj"]
-                latency_s += counts[p] * metrics["latency_s"]
+                metrics, used, secs = res
+                tot_s, tot_e = tot_s + secs, tot_e + used
+                ratio = math.nan
                 if baseline:
-                    try:
-                        e, lat = _random_edp(p, arch, used, 0)
-                    except RuntimeError:
-                        e, lat = math.nan, math.nan
-                    r_energy += counts[p] * e
-                    r_latency += counts[p] * lat
-            edp = energy * 1e-12 * latency_s
-            ratio = (r_energy * 1e-12 * r_latency) / edp if baseline and edp else math.nan
-            print(f"{model:<20} {cfg:<22} {sum(counts.values()):>6} {len(shapes):>6} {wall:>7.2f} {n_eval:>9} "
-                  f"{n_eval / wall:>9.0f} {energy * 1e-6:>11.2f} {latency_s * 1e3:>11.3f} {edp:>10.3e} "
-                  f"{ratio:>9.2f}", flush=True)
-            for err in failed:
-                print(f"    unmapped layer: {err}", flush=True)
-    if pool:
-        pool.close()
+                    e, lat = _random_edp(p, arch, used, 0)
+                    ratio = e * lat / metrics["edp"]
+                    ratios.append(ratio)
+                print(f"{model:<16} {cfg:<20} {p.describe():<44} {n:>3} {secs:>8.2f} {used:>7} {used / secs:>8.0f} "
+                      f"{metrics['edp']:>10.3e} {metrics['utilization']:>5.0%} {ratio:>9.2f}", flush=True)
+            geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else math.nan
+            print(f"== {model} on {cfg}: {len(counts)} shapes, {tot_s:.2f} s searching, {tot_e:.0f} evaluations "
+                  f"({tot_e / max(tot_s, 1e-9):.0f}/s); random-sampling baseline EDP / fast EDP, geomean {geo:.2f}",
+                  flush=True)
 
 
 def quality(configs, limit):
@@ -187,7 +172,6 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=["resnet18"])
     ap.add_argument("--configs", nargs="*", default=None, help="default: tpu_like (network), tiny (quality)")
     ap.add_argument("--evals", type=int, default=20_000, help="fast mapper budget per layer shape")
-    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--quality", action="store_true")
     ap.add_argument("--exhaustive-limit", type=float, default=60.0)
@@ -197,7 +181,7 @@ def main() -> None:
     if args.quality:
         quality(args.configs or ["tiny"], args.exhaustive_limit)
     else:
-        network(args.models, args.configs or ["tpu_like"], args.evals, args.workers, not args.no_baseline)
+        per_layer(args.models, args.configs or ["tpu_like"], args.evals, not args.no_baseline)
 
 
 if __name__ == "__main__":

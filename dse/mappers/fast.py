@@ -112,12 +112,16 @@ class _Search:
         key = np.concatenate([g.rows, canon, g.keep[:, None]], axis=1)
         with np.errstate(over="ignore"):  # a 64-bit hash; a collision only skips one candidate
             h = key @ self._salt[: key.shape[1]]
-        _, first = np.unique(h, return_index=True)
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
         fresh = np.zeros(len(g), bool)
-        fresh[first] = True
-        fresh &= ok & ~np.isin(h, self.seen)
+        fresh[order[np.concatenate([[True], hs[1:] != hs[:-1]])]] = True  # first of equal hashes
+        pos = np.searchsorted(self.seen, h)
+        known = self.seen[np.minimum(pos, len(self.seen) - 1)] == h if len(self.seen) else np.zeros(len(h), bool)
+        fresh &= ok & ~known
         idx = np.nonzero(fresh)[0][: max(0, self.left())]
-        self.seen = np.union1d(self.seen, h[idx])
+        new = np.sort(h[idx])
+        self.seen = np.insert(self.seen, np.searchsorted(self.seen, new), new)
         if idx.size:
             batch = self.ms.batch(g.rows[idx], ranks[idx], g.keep[idx])
             scores[idx] = self.state.update(batch, evaluate_batch(self.ms.problem, self.ms.arch, batch,
