@@ -6,7 +6,10 @@ few repeats, in mappings per CPU-second; and, in the same process, the naive bas
 (a Python loop of batches of one) on a small sample. Prints the figures and their ratio, and the
 rates of the two stages alone (access counts; latency + energy from given counts).
 
-    python benchmarks/bench_costmodel.py [--n 100000] [--configs tiny eyeriss_timeloop_32nm]
+    python benchmarks/bench_costmodel.py [--n 100000] [--configs tpu_like eyeriss_like ...]
+
+The machine it runs on is shared: compare the one-at-a-time ratio (same process, same
+moment) rather than the absolute rates across runs.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000, help="mappings per batch")
     ap.add_argument("--sample", type=int, default=300, help="mappings for the one-at-a-time baseline")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--configs", nargs="+", default=["tiny", "eyeriss_timeloop_32nm"])
+    ap.add_argument("--configs", nargs="+", default=["tpu_like", "eyeriss_like", "tiny", "eyeriss_timeloop_32nm"])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
