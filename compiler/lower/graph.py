@@ -136,8 +136,10 @@ class GraphLowering:
             self.io.append(IOTensor(src, "input", a.dtype, shape, a.layout + str(self.em.L), a.addr, a.scale,
                                     a.zero_point))
         elif self.producer.get(src) is None or self.producer[src].op_type != "ReduceMean":
-            raise UserError(f"node {node.name} (QuantizeLinear): quantizes {src!r}, a float tensor computed on the "
-                            "host; only graph inputs may be quantized")
+            p = self.producer.get(src)
+            what = f"the output of node {p.name} ({p.op_type})" if p is not None else repr(src)
+            raise UserError(f"node {node.name} (QuantizeLinear) quantizes {what}, which onnxruntime computes in "
+                            "float (no integer kernel for it after QDQ fusion); the target has no float unit")
 
     def dequantize(self, node) -> None:
         y = node.output[0]
