@@ -24,10 +24,15 @@ def sweep(
 ) -> None:
     """Run or resume a study; writes trials.csv (and trials.parquet) into the output folder."""
     from dse.study.results import pareto_table, trials_table, write_tables
-    from dse.study.runner import run_study
+    from dse.study.runner import Interrupted, run_study
 
-    res = run_study(study_file, trials=trials, workers=workers, storage=storage, out=output,
-                    progress=not no_progress)
+    try:
+        res = run_study(study_file, trials=trials, workers=workers, storage=storage, out=output,
+                        progress=not no_progress)
+    except Interrupted as exc:
+        typer.echo(f"interrupted ({exc}): finished trials are kept; run the same `dse sweep` to resume",
+                   err=True)
+        raise typer.Exit(130) from None
     table = trials_table(res.study, res.optuna_study)
     files = write_tables(table, res.out)
     front = pareto_table(res.study, table)

@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,27 @@ JOURNAL = "study.journal"
 STUDY_COPY = "study.yaml"
 STORAGE_NOTE = "storage.txt"
 ROOT_NOTE = "root.txt"
+
+
+class Interrupted(BaseException):
+    """SIGINT/SIGTERM during a sweep. Not an Exception (nor KeyboardInterrupt), so optuna does not mark
+    the running trial FAIL: it stays RUNNING and the next ``dse sweep`` re-runs it in place."""
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    def stop(signum: int, _frame: Any) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
@@ -180,7 +205,12 @@ def _worker(out: str, url: str | None, n_trials: int) -> None:
         if os.getppid() != parent:
             st.stop()
 
-    ost.optimize(Objective(study, load_layers(study)), n_trials=n_trials, catch=(Exception,), callbacks=[orphaned])
+    try:
+        with interruptible():
+            ost.optimize(Objective(study, load_layers(study)), n_trials=n_trials, catch=(Exception,),
+                         callbacks=[orphaned])
+    except Interrupted:
+        return
 
 
 @dataclass
@@ -220,30 +250,40 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
         target = min(target, len(GridSampler(study.sampled_knobs, 0).points))
     ost = create(study, open_storage(out_dir, storage))
     objective = Objective(study, load_layers(study))
-    resumed = _resume_stale(ost, objective)
+    with interruptible():
+        resumed = _resume_stale(ost, objective)
+        ran = _run_new(study, ost, objective, out_dir, storage, target, workers, progress)
+    return SweepResult(study, ost, out_dir, resumed, ran)
+
+
+def _run_new(study: Study, ost: optuna.Study, objective: Objective, out_dir: Path, storage: str | None,
+             target: int, workers: int, progress: bool) -> int:
+    """Start the trials still missing (serially, or split over ``workers`` processes); returns how many."""
     states = [t.state for t in ost.get_trials(deepcopy=False)]
     left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
     bar = _Progress(ost, target) if progress else None
-    if left > 0 and workers <= 1:
-        ost.optimize(objective, n_trials=left, catch=(Exception,), callbacks=[bar.update] if bar else None)
-    elif left > 0:
-        import multiprocessing as mp
+    try:
+        if left > 0 and workers <= 1:
+            ost.optimize(objective, n_trials=left, catch=(Exception,), callbacks=[bar.update] if bar else None)
+        elif left > 0:
+            import multiprocessing as mp
 
-        ctx = mp.get_context("spawn")
-        shares = [left // workers + (i < left % workers) for i in range(workers)]
-        procs = [ctx.Process(target=_worker, args=(str(out_dir), storage, n)) for n in shares if n]
-        for p in procs:
-            p.start()
-        for p in procs:
-            while p.is_alive():
-                p.join(0.5)
-                if bar:
-                    bar.update(ost, None)
-        if any(p.exitcode for p in procs):
-            raise RuntimeError(f"a sweep worker failed (exit codes {[p.exitcode for p in procs]})")
-    if bar:
-        bar.close()
-    return SweepResult(study, ost, out_dir, resumed, max(left, 0))
+            ctx = mp.get_context("spawn")
+            shares = [left // workers + (i < left % workers) for i in range(workers)]
+            procs = [ctx.Process(target=_worker, args=(str(out_dir), storage, n)) for n in shares if n]
+            for p in procs:
+                p.start()
+            for p in procs:
+                while p.is_alive():
+                    p.join(0.5)
+                    if bar:
+                        bar.update(ost, None)
+            if any(p.exitcode for p in procs):
+                raise RuntimeError(f"a sweep worker failed (exit codes {[p.exitcode for p in procs]})")
+    finally:
+        if bar:
+            bar.close()
+    return max(left, 0)
 
 
 class _Progress:

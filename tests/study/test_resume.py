@@ -29,8 +29,10 @@ def _signature(trials: list[optuna.trial.FrozenTrial]) -> list[tuple]:
     return [(t.number, t.state.name, tuple(sorted(t.params.items())), tuple(t.values or ())) for t in trials]
 
 
-@pytest.mark.parametrize("sampler", ["tpe", "random"])
-def test_sigkill_mid_trial_then_resume(tmp_path: Path, sampler: str) -> None:
+@pytest.mark.parametrize(("sampler", "sig"), [("tpe", signal.SIGKILL), ("random", signal.SIGKILL),
+                                              ("random", signal.SIGINT)])
+def test_kill_mid_trial_then_resume(tmp_path: Path, sampler: str, sig: signal.Signals) -> None:
+    """SIGKILL, or Ctrl-C (SIGINT: `dse sweep` exits 130 and leaves the trial RUNNING, not FAIL)."""
     ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
     ref_dir.mkdir()
     run_dir.mkdir()
@@ -55,12 +57,14 @@ def test_sigkill_mid_trial_then_resume(tmp_path: Path, sampler: str) -> None:
             done = sum(t.state.name == "COMPLETE" for t in trials)
             running = [t.number for t in trials if t.state.name == "RUNNING"]
             if done >= N // 2 and running:
-                os.kill(proc.pid, signal.SIGKILL)
+                os.kill(proc.pid, sig)
                 killed_running = running[0]
                 break
+        code = proc.wait(timeout=30)
     finally:
         proc.kill()
         proc.wait()
+    assert code == (130 if sig == signal.SIGINT else -signal.SIGKILL)
     assert killed_running is not None, "the sweep ended before it could be killed mid-trial"
     before = _states(out)
     assert [t.state.name for t in before].count("RUNNING") == 1  # the kill left one trial hanging
