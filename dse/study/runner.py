@@ -161,6 +161,8 @@ class Objective:
 
 
 def create(study: Study, storage: Any) -> optuna.Study:
+    """Create or load the optuna study (quietly: progress is ours, per-trial logs are noise)."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     spec = study.spec
     sampler = make_sampler(spec.sampler.kind, study.sampled_knobs, spec.sampler.seed, spec.sampler.population)
     return optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler, load_if_exists=True,
