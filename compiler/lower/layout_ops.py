@@ -6,14 +6,14 @@ times with ``x_gap = f - 1`` (every f-th output vector) and a DRAM pitch of f ou
 STORE per phase -- the ISA's documented upsampling pattern; EX only passes the token on (NOP).
 Concat on channels (QLinearConcat): every input is copied into its block-aligned channel slice of
 the output through VEC LUT with onnxruntime's requantization table (identity when the scales
-match); a slice that does not start on a lane block is rejected.
+match); a slice that does not start on a lane block goes through GEMMs with 0/1 lane-moving tiles.
 """
 
 from __future__ import annotations
 
-from compiler.isa import Buffer, Engine, Nop, Store
+from compiler.isa import Buffer, Engine, Gemm, GemmType, Nop, Reg, Src1Mode, Store, Vec, VecOp
 from compiler.lower import vector
-from compiler.lower.emitter import Act, Emitter, Tile, blocks
+from compiler.lower.emitter import Act, Emitter, Tile, blocks, f32_bits
 from costmodel.errors import UserError
 
 
@@ -45,14 +45,75 @@ def lower_resize_nearest(em: Emitter, node: str, x: Act, y: Act, f: int) -> None
 
 
 def lower_concat(em: Emitter, node: str, parts: list[Act], y: Act) -> None:
+    """Block-aligned slices: LUT copies. Otherwise lanes move across blocks: see _concat_permute."""
     L = em.L
-    offset = 0
-    for k, x in enumerate(parts):
-        if offset % L:
-            raise UserError(f"node {node} (Concat): input {k} starts at channel {offset}, not a multiple of the "
-                            f"{L} lanes; channel concat is lowered by addressing at block granularity only")
-        _, c, h, w = x.shape
-        part = Act(y.name, x.shape, y.addr + (offset // L) * h * w * L, y.scale, y.zero_point, y.dtype)
-        em.tile = f"input {k}"
-        vector.lower_lut(em, node, x, part, vector.lut_table(x, y, lambda v: v))
-        offset += c
+    offsets = [sum(p.shape[1] for p in parts[:k]) for k in range(len(parts))]
+    if all(off % L == 0 for off in offsets):
+        for k, (x, off) in enumerate(zip(parts, offsets, strict=True)):
+            _, _, h, w = x.shape
+            part = Act(y.name, x.shape, y.addr + (off // L) * h * w * L, y.scale, y.zero_point, y.dtype)
+            em.tile = f"input {k}"
+            vector.lower_lut(em, node, x, part, vector.lut_table(x, y, lambda v: v))
+        return
+    same = []
+    for x in parts:  # requantize to the output's parameters first (onnxruntime's identity table)
+        if (x.scale, x.zero_point) != (y.scale, y.zero_point):
+            tmp = em.new_act(f"{x.name}@requant", x.shape, y.scale, y.zero_point)
+            vector.lower_lut(em, node, x, tmp, vector.lut_table(x, y, lambda v: v))
+            x = tmp
+        same.append(x)
+    _concat_permute(em, node, same, offsets, y)
+
+
+def _concat_permute(em: Emitter, node: str, parts: list[Act], offsets: list[int], y: Act) -> None:
+    """Output block j = sum over the input blocks overlapping it of GEMM(input block, 0/1 lane-move tile),
+    then REQUANT by 1.0 (exact for 0..255). Lanes past C become 0 (no consumer reads them)."""
+    import numpy as np
+
+    L, tg = em.L, em.target
+    _, _, h, w = y.shape
+    plane = h * w
+    contrib: dict[int, list[tuple[Act, int, int]]] = {}  # out block -> (input, input block, tile row)
+    tiles_w = []
+    for x, off in zip(parts, offsets, strict=True):
+        for i in range(blocks(x.shape[1], L)):
+            lo, hi = off + i * L, off + min(x.shape[1], (i + 1) * L)  # global channels of this input block
+            for j in range(lo // L, (hi - 1) // L + 1):
+                tile = np.zeros((L, L), np.int8)
+                for g in range(max(lo, j * L), min(hi, (j + 1) * L)):
+                    tile[g - lo, g - j * L] = 1
+                contrib.setdefault(j, []).append((x, i, len(tiles_w)))
+                tiles_w.append(tile)
+    w_addr = em.const(np.stack(tiles_w), "weights")
+    per_tile = max(len(v) for v in contrib.values())
+    chunk = min(plane, tg.acc_rows, (tg.spad_rows // 2 - per_tile * L) // (per_tile + 1))
+    chunk = chunk // 256 * 256 if chunk > 256 else chunk
+    if chunk < 1:
+        raise UserError(f"node {node} (Concat): {per_tile} overlapping inputs per block do not fit SPAD")
+    em.setreg(Engine.EX, Reg.OUT_ZP, 0)
+    em.setreg(Engine.EX, Reg.QMIN, 0)
+    em.setreg(Engine.EX, Reg.QMAX, 255)
+    em.setreg(Engine.EX, Reg.S1, f32_bits(1.0))
+    half = (per_tile + 1) * chunk + per_tile * L
+    out = []
+    t = 0
+    for j, srcs in sorted(contrib.items()):
+        for r0 in range(0, plane, chunk):
+            n = min(chunk, plane - r0)
+            base = (t % 2) * half
+            tile = Tile(f"out block {j} rows {r0}-{r0 + n - 1}")
+            for q, (x, i, wt) in enumerate(srcs):
+                a0, w0 = base + q * chunk, base + per_tile * chunk + q * L
+                tile.ld += em.load_rows(Buffer.SPAD, a0, n, x.addr + (i * plane + r0) * L)
+                tile.ld += em.load_rows(Buffer.SPAD, w0, L, w_addr + wt * L * L)
+                for o, mx, my in vector._flat_walks(n):
+                    tile.ex.append(Gemm(loadw=True, acc=q > 0, dtype=GemmType.U8, a_base=a0 + o, w_base=w0,
+                                        c_base=o, mx=mx, my=my, a_sx=1, a_sy=mx))
+            o0 = base + per_tile * chunk + per_tile * L
+            tile.ex += [Vec(op=VecOp.REQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG,
+                            dst=o0 + o, src0=o, src1=int(Reg.S1), mx=mx, my=my, sx=1, sy=mx)
+                        for o, mx, my in vector._flat_walks(n)]
+            tile.st = vector._store_rows(em, o0, n, y.addr + (j * plane + r0) * L)
+            out.append(tile)
+            t += 1
+    em.pipeline(out)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from onnx import helper
 
@@ -42,11 +42,13 @@ def test_resize_other_conventions_rejected(tmp_path):
 
 
 @SETTINGS
-@given(blocks0=st.integers(1, 2), c1=st.integers(1, 20), h=st.integers(1, 8), w=st.integers(1, 8),
+@given(c0=st.integers(1, 40), c1=st.integers(1, 20), h=st.integers(1, 8), w=st.integers(1, 8),
        seed=st.integers(0, 99))
-def test_channel_concat_bit_exact(blocks0, c1, h, w, seed):
+@example(c0=1, c1=16, h=3, w=5, seed=1)  # the image concatenated in front of features (eye_segmentation)
+@example(c0=16, c1=7, h=4, w=4, seed=2)  # block-aligned: LUT copies
+def test_channel_concat_bit_exact(c0, c1, h, w, seed):
+    """Aligned (c0 = 16, 32: LUT copies) and unaligned (lane-moving GEMMs) channel offsets."""
     rng = np.random.default_rng(seed)
-    c0 = 16 * blocks0
     nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], kernel_shape=[1, 1]),
              helper.make_node("Conv", ["x", "w1"], ["b"], kernel_shape=[1, 1]),
              helper.make_node("Concat", ["a", "b"], ["y"], axis=1)]
