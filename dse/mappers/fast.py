@@ -1,20 +1,22 @@
 """The fast mapper (default): an evolutionary search over tilings, loop orders and keep choices,
-finished by an exact-neighbourhood iterated local search; seeded, deterministic, with an evaluation budget.
+finished by an iterated variable-neighbourhood descent; seeded, deterministic, with an evaluation
+budget.
 
 Genome per candidate: one factorization-table row per dimension (``rows [D]``), random keys per
-level and dimension whose ranks are the loop order, and a keep option. Mutation moves one prime
-factor of one dimension between two slots (temporal or spatial; :func:`neighbour_table`), reorders
-one level, or flips one keep choice; crossover mixes dimensions and levels of two parents. Every
-generation is one batch through ``evaluate_batch``. The local search then repeatedly evaluates, in
-one batch per round, all single prime moves, every keep option, and every loop-order class of each
-level (:mod:`dse.mapspace.orders`) around the incumbent (prime moves together with every keep
-option, since tile sizes change what fits), and moves to the best until none improves; then it kicks
-the result (two dimensions re-split at random, maybe another keep option, one more mutation) and
-descends again while the budget lasts. The neighbourhood also holds every other split of each
-dimension (tables up to 512 rows) and, for each fan-out, pairs of dimensions trading a place on it
-(one prime leaves, another enters), which single moves cannot reach without a half-idle array. Half of the first
-random tilings come from the 32 spatial unrollings with the best lower bounds
-(:mod:`dse.mappers.bounds`).
+level and dimension whose ranks are the loop order, and a keep option. Half of the first random
+tilings come from the 32 spatial unrollings with the best lower bounds (:mod:`dse.mappers.bounds`).
+Mutation moves one prime factor of one dimension between two slots (temporal or spatial;
+:func:`neighbour_table`), swaps two loops of a level, or picks another keep option; crossover mixes
+dimensions and levels of two parents. Every generation is one batch through ``evaluate_batch``.
+
+The descent evaluates one neighbourhood per batch, cheapest first, takes the best improving move and
+returns to the cheapest: (0) single prime moves, every keep option, every loop-order class of each
+level (:mod:`dse.mapspace.orders`); (1) every other split of one dimension, and prime moves with every
+keep option (tile sizes change what fits); (2) pairs of dimensions trading a place on a fan-out (one
+prime leaves, another enters), which single moves cannot reach without a half-idle array. The large
+neighbourhoods are sampled (512). Then it kicks the result (two dimensions re-split at random,
+maybe another keep option, one more mutation) and descends again, until the budget is spent or 60
+kicks in a row bring nothing.
 
 Deterministic for a given seed and budget; ``time_limit_s`` stops early (results then depend on
 machine speed, so tests use the evaluation budget).
@@ -300,9 +302,10 @@ class _Search:
 
     def iterate(self, g: _Genomes, score: float) -> None:
         """Iterated local search: kick the incumbent with a few random moves, descend, keep the
-        better, until the budget is spent."""
+        better, until the budget is spent or 60 kicks in a row bring nothing (a converged search
+        stops early; still deterministic)."""
         stale = 0
-        while self.left() > 0 and stale < 200:
+        while self.left() > 0 and stale < 60:
             kick = g.take(np.zeros(1, np.int64))
             kick.rows = kick.rows.copy()
             free = [d for d, t in enumerate(self.ms.tables) if len(t.table) > 1]
