@@ -260,13 +260,15 @@ class GraphLowering:
 
     def _pool_attrs(self, node, x: Act) -> tuple:
         at = self.attrs(node)
-        if len(x.shape) != 4 or at.get("ceil_mode", 0) or any(d != 1 for d in at.get("dilations", [1, 1])) \
+        if len(x.shape) != 4 or any(d != 1 for d in at.get("dilations", [1, 1])) \
                 or at.get("channels_last", 0) or at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-            raise UserError(f"node {node.name} ({node.op_type}): ceil_mode, dilation, auto_pad or channels_last "
-                            "is not lowered")
+            raise UserError(f"node {node.name} ({node.op_type}): dilation, auto_pad or channels_last is not lowered")
         k = tuple(at["kernel_shape"])
         s = tuple(at.get("strides", [1, 1]))
         p = tuple(at.get("pads", [0, 0, 0, 0]))
+        if at.get("ceil_mode", 0):  # the partial last window = extra bottom/right padding (pads do not count
+            extra = [-(x.shape[2 + a] + p[a] + p[a + 2] - k[a]) % s[a] for a in range(2)]  # in max, and count
+            p = (p[0], p[1], p[2] + extra[0], p[3] + extra[1])  # as kernel size in ORT's count_include_pad)
         return k, s, (p[0], p[1], p[2], p[3]), at
 
     def maxpool(self, node) -> None:

@@ -112,3 +112,17 @@ def test_leaky_relu_lut_bit_exact(c, h, w, alpha, seed):
         lsb, (_, _, _, qdq) = graphs.lsb_vs_ort(m, Path(tmp), seed)
         assert "QLinearLeakyRelu" in {n.op_type for n in fused_model(qdq).graph.node}
     assert lsb == 0
+
+
+@SETTINGS
+@given(c=st.integers(1, 20), h=st.integers(3, 11), w=st.integers(3, 11), op=st.sampled_from(["MaxPool", "AveragePool"]),
+       seed=st.integers(0, 1000))
+def test_ceil_mode_partial_windows(c, h, w, op, seed):
+    """2x2 stride 2 with ceil_mode: odd sizes get a partial last window (max: 0 LSB vs ORT; average with
+    count_include_pad divides by 4 as onnxruntime does, <= 1 LSB)."""
+    attrs = {"ceil_mode": 1, **({"count_include_pad": 1} if op == "AveragePool" else {})}
+    m = graphs.pool(op, c, (2, 2), (2, 2), (0, 0, 0, 0), (h, w), seed, **attrs)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, result, *_) = graphs.lsb_vs_ort(m, Path(tmp), seed)
+    assert result.outputs["y"].shape == (1, c, -(-h // 2), -(-w // 2))
+    assert lsb <= (0 if op == "MaxPool" else 1)
