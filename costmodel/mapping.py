@@ -309,23 +309,25 @@ class MappingBatch:
         dims, tensors = problem.dim_names, [t.name for t in problem.tensors]
         n_lv = len(arch.levels)
         b = len(mappings)
-        tem = np.ones((b, n_lv, len(dims)), np.int64)
+        # filled as contiguous [L, X, B] and handed over as [B, L, X] views: batch-last is the
+        # layout costmodel.analysis works in (about 2x faster than C-order [B, L, X])
+        tem = np.ones((n_lv, len(dims), b), np.int64)
         sx, sy, order = tem.copy(), tem.copy(), np.zeros_like(tem)
-        keep = np.zeros((b, n_lv, len(tensors)), bool)
+        keep = np.zeros((n_lv, len(tensors), b), bool)
         for i, m in enumerate(mappings):
             if len(m.levels) != n_lv:
                 raise UserError(f"mapping {i}: has {len(m.levels)} levels, architecture has {n_lv}")
             for li, lm in enumerate(m.levels):
                 for di, d in enumerate(dims):
-                    tem[i, li, di] = lm.temporal.get(d, 1)
-                    sx[i, li, di] = lm.spatial_x.get(d, 1)
-                    sy[i, li, di] = lm.spatial_y.get(d, 1)
+                    tem[li, di, i] = lm.temporal.get(d, 1)
+                    sx[li, di, i] = lm.spatial_x.get(d, 1)
+                    sy[li, di, i] = lm.spatial_y.get(d, 1)
                 for rank, d in enumerate(lm.full_order(dims)):
                     if d in dims:
-                        order[i, li, dims.index(d)] = rank
+                        order[li, dims.index(d), i] = rank
                 for ti, t in enumerate(tensors):
-                    keep[i, li, ti] = m.keeps(li, t, arch)
-        return cls(tem, sx, sy, order, keep)
+                    keep[li, ti, i] = m.keeps(li, t, arch)
+        return cls(*(a.transpose(2, 0, 1) for a in (tem, sx, sy, order, keep)))
 
     def mapping(self, i: int, problem: Problem) -> Mapping:
         """Mapping ``i`` as a Mapping (bypass = tensors not kept)."""
