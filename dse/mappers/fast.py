@@ -65,7 +65,6 @@ class _Search:
                  deadline: float, state: SearchState, eval_kw: dict[str, Any]) -> None:
         self.ms, self.obj, self.rng, self.budget, self.deadline = ms, obj, rng, budget, deadline
         self.state, self.eval_kw = state, eval_kw
-        self._nbrs: dict[int, list[np.ndarray]] = {}
         self._csr: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.sample = 512
         self.seen = np.zeros(0, np.int64)  # sorted hashes of the candidates evaluated so far
@@ -81,19 +80,15 @@ class _Search:
             return 0
         return self.budget - self.state.evaluated
 
-    def nbrs(self, di: int) -> list[np.ndarray]:
-        if di not in self._nbrs:
-            self._nbrs[di] = neighbour_table(self.ms.tables[di].table)
-        return self._nbrs[di]
-
     def csr(self, di: int) -> tuple[np.ndarray, np.ndarray]:
-        """The neighbour lists of dimension ``di`` as (offsets, flat indices), for vector sampling."""
+        """Prime-move neighbours of dimension ``di``'s table rows: (offsets, flat indices)."""
         if di not in self._csr:
-            lists = self.nbrs(di)
-            offsets = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
-            flat = np.concatenate(lists) if offsets[-1] else np.zeros(0, np.int64)
-            self._csr[di] = (offsets, flat.astype(np.int64))
+            self._csr[di] = neighbour_table(self.ms.tables[di].table)
         return self._csr[di]
+
+    def nbrs(self, di: int, row: int) -> np.ndarray:
+        offsets, flat = self.csr(di)
+        return flat[offsets[row]:offsets[row + 1]]
 
     def valid(self, g: _Genomes) -> np.ndarray:
         t, sx, sy = self.ms.decode(g.rows)
@@ -209,7 +204,7 @@ class _Search:
         out = []
         if level == 0:  # single prime moves, keep options, every order class of each level
             for di in range(len(ms.dims)):
-                nb = self.nbrs(di)[g.rows[0, di]]
+                nb = self.nbrs(di, int(g.rows[0, di]))
                 if nb.size:
                     rows = np.repeat(g.rows, nb.size, axis=0)
                     rows[:, di] = nb
@@ -229,7 +224,7 @@ class _Search:
                     rows = np.repeat(g.rows, n, axis=0)
                     rows[:, di] = np.arange(n)
                     out.append(self._variants(g, rows))
-                nb = self.nbrs(di)[g.rows[0, di]]
+                nb = self.nbrs(di, int(g.rows[0, di]))
                 if nb.size:
                     rows = np.repeat(g.rows, nb.size * k, axis=0)
                     rows[:, di] = np.repeat(nb, k)
@@ -277,7 +272,7 @@ class _Search:
             out, into = [], []
             for di in range(len(ms.dims)):
                 here = sp[di][start[di][g.rows[0, di]], j]
-                nb = self.nbrs(di)[g.rows[0, di]]
+                nb = self.nbrs(di, int(g.rows[0, di]))
                 there = sp[di][start[di][nb], j]
                 out.append(nb[there < here])
                 into.append(nb[there > here])

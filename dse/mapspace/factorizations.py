@@ -65,29 +65,51 @@ def ordered_factorizations(n: int, k: int, caps: tuple[int | None, ...] | None =
     return arr
 
 
-def neighbour_table(table: np.ndarray) -> list[np.ndarray]:
-    """For each row, the rows reached by moving one prime factor from one slot to another.
+def neighbour_table(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row, the rows reached by moving one prime factor from one slot to another, as CSR:
+    row ``i``'s neighbours are ``flat[offsets[i]:offsets[i + 1]]``.
 
     These single moves connect the whole table (any factorization reaches any other by moving primes
-    one at a time), which makes them the mutation and local-search step of the fast mapper.
+    one at a time), which makes them the mutation and local-search step of the fast mapper. Rows are
+    coded by their prime exponents in mixed radix, so each (prime, from, to) move is one vectorized
+    lookup over all rows.
     """
-    index = {tuple(r): i for i, r in enumerate(table.tolist())}
-    out: list[np.ndarray] = []
-    k = table.shape[1]
-    for row in table.tolist():
-        nbrs: set[int] = set()
+    n_rows, k = table.shape
+    n = int(table[0].prod()) if n_rows else 1
+    primes = sorted(prime_factors(n).items())
+    exps = np.zeros((n_rows, len(primes), k), dtype=np.int64)
+    for j, (p, e) in enumerate(primes):
+        rest = table.copy()
+        for _ in range(e):
+            hit = rest % p == 0
+            exps[:, j] += hit
+            rest = np.where(hit, rest // p, rest)
+    weight = np.ones((len(primes), k), dtype=np.int64)
+    flat_w = weight.reshape(-1)
+    radix = np.repeat([e + 1 for _, e in primes], k)
+    flat_w[1:] = np.cumprod(radix[:-1])
+    code = (exps * weight).sum(axis=(1, 2))
+    order = np.argsort(code)
+    sorted_code = code[order]
+    src, dst = [], []
+    for j in range(len(primes)):
         for a in range(k):
-            if row[a] == 1:
+            can = np.nonzero(exps[:, j, a] > 0)[0]
+            if can.size == 0:
                 continue
-            for p in prime_factors(row[a]):
-                for b in range(k):
-                    if b == a:
-                        continue
-                    new = list(row)
-                    new[a] //= p
-                    new[b] *= p
-                    j = index.get(tuple(new))
-                    if j is not None:
-                        nbrs.add(j)
-        out.append(np.array(sorted(nbrs), dtype=np.int64))
-    return out
+            for b in range(k):
+                if b == a:
+                    continue
+                target = code[can] - weight[j, a] + weight[j, b]
+                pos = np.minimum(np.searchsorted(sorted_code, target), n_rows - 1)
+                ok = sorted_code[pos] == target
+                src.append(can[ok])
+                dst.append(order[pos[ok]])
+    if not src:
+        return np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    s_all, d_all = np.concatenate(src), np.concatenate(dst)  # distinct moves give distinct rows
+    idx = np.argsort(s_all, kind="stable")
+    s_all, d_all = s_all[idx], d_all[idx]
+    offsets = np.zeros(n_rows + 1, dtype=np.int64)
+    np.add.at(offsets, s_all + 1, 1)
+    return np.cumsum(offsets), d_all.astype(np.int64)
