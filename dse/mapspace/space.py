@@ -289,20 +289,31 @@ class Mapspace:
             if tiles.size == 0:
                 continue
             per_level = [self.order_ranks(li, int(m)) for li, m in enumerate(mrow)]
-            grid = np.stack(np.meshgrid(*[np.arange(len(r)) for r in per_level], indexing="ij"), -1)
-            grid = grid.reshape(-1, self.n_levels)
-            ranks = np.stack([per_level[li][grid[:, li]] for li in range(self.n_levels)], axis=1)
-            n_o = len(ranks)
+            radix = [len(r) for r in per_level]
+            n_o = math.prod(radix)
+            if n_o > 2**62:
+                raise UserError(f"{self.problem.describe()} on {self.arch.name}: {n_o:.3g} loop-order "
+                                f"combinations per tiling are too many to enumerate; use the fast mapper")
             pairs_per = max(1, max_batch // n_o)
             for s in range(0, len(tiles), pairs_per):
                 ti, ki = tiles[s:s + pairs_per], keeps[s:s + pairs_per]
                 for o0 in range(0, n_o, max_batch):
-                    o = np.arange(o0, min(n_o, o0 + max_batch))
+                    o = np.arange(o0, min(n_o, o0 + max_batch), dtype=np.int64)
+                    ranks = self._order_combo(per_level, radix, o)  # mixed radix, level 0 slowest
                     t_idx = np.repeat(ti, len(o))
                     k_idx = np.repeat(ki, len(o))
-                    o_idx = np.tile(o, len(ti))
+                    o_idx = np.tile(np.arange(len(o)), len(ti))
                     yield (MappingBatch(temporal[t_idx], sx[t_idx], sy[t_idx], ranks[o_idx],
                                         self.keep_options[k_idx]), t_idx, k_idx)
+
+    def _order_combo(self, per_level: list[np.ndarray], radix: list[int], o: np.ndarray) -> np.ndarray:
+        """Ranks [len(o), L, D] of order combinations number ``o`` (one class per level)."""
+        out = np.empty((len(o), self.n_levels, len(self.dims)), dtype=np.int64)
+        rest = o.copy()
+        for li in reversed(range(self.n_levels)):
+            rest, digit = np.divmod(rest, radix[li])
+            out[:, li] = per_level[li][digit]
+        return out
 
     def batch(self, rows: np.ndarray, ranks: np.ndarray, keep_idx: np.ndarray) -> MappingBatch:
         """A MappingBatch from tiling rows [B, D], ranks [B, L, D] and keep option indices [B]."""
