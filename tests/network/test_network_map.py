@@ -103,3 +103,14 @@ def test_layer_selection_and_unknown_layer(tiny) -> None:
         map_model(workload(), tiny, db=False, progress=False, layer="nope")
     with pytest.raises(UserError, match="mapper: expected one of"):
         map_model(workload(), tiny, db=False, progress=False, mapper="magic")
+
+
+def test_a_layer_without_valid_mapping_is_named(tmp_path) -> None:
+    from tests.network.helpers import REPO
+
+    # the rf (2 words, double-buffered: 1 usable) must keep I, W and O: no tile of any layer fits
+    text = (REPO / "hwconfigs/tiny.yaml").read_text().replace("capacity: 16\n", "capacity: 2\n")
+    (tmp_path / "small.yaml").write_text(text + "constraints:\n  - {level: rf, keep: [I, W, O]}\n")
+    small = load_hw(tmp_path / "small.yaml")
+    with pytest.raises(UserError, match=r"layer (conv_a|mm).*level rf needs at least \d+ words"):
+        map_model(workload(), small, db=False, workers=1, progress=False, **FAST)
