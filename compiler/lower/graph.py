@@ -232,16 +232,21 @@ class GraphLowering:
             scales = [float(v) for v in self.c(node, 2, "scales")]
         else:
             scales = [o / i for o, i in zip(self.c(node, 3, "sizes").tolist(), x.shape, strict=True)]
-        f = scales[2] if len(scales) == 4 else 0
-        if conv_ != ("nearest", "asymmetric", "floor") or len(x.shape) != 4 or scales[:2] != [1.0, 1.0] \
-                or scales[3] != f or f != int(f) or f < 2:
-            raise UserError(f"node {node.name} (Resize): only nearest / asymmetric / floor with one integer factor on "
-                            f"H and W is lowered (got {conv_}, scales {scales})")
-        f = int(f)
-        y = self.out(node, (1, x.shape[1], x.shape[2] * f, x.shape[3] * f), x.scale,
-                     np.asarray(x.zero_point, np.uint8))
+        if conv_ != ("nearest", "asymmetric", "floor") or len(x.shape) != 4 or len(scales) != 4 \
+                or scales[:2] != [1.0, 1.0]:
+            raise UserError(f"node {node.name} (Resize): only nearest / asymmetric / floor on H and W is lowered "
+                            f"(got {conv_}, scales {scales})")
+        if len(node.input) > 3 and node.input[3]:
+            ho, wo = (int(v) for v in self.c(node, 3, "sizes")[2:])
+        else:
+            ho, wo = (int(np.floor(x.shape[2 + a] * np.float32(scales[2 + a]))) for a in range(2))
+        y = self.out(node, (1, x.shape[1], ho, wo), x.scale, np.asarray(x.zero_point, np.uint8))
         self._layer(node)
-        layout_ops.lower_resize_nearest(self.em, self.em.node, x, y, f)
+        f = scales[2]
+        if f == scales[3] == int(f) and f >= 2 and (ho, wo) == (x.shape[2] * f, x.shape[3] * f):
+            layout_ops.lower_resize_nearest(self.em, self.em.node, x, y, int(f))
+        else:
+            layout_ops.lower_resize_gather(self.em, self.em.node, x, y, (scales[2], scales[3]))
 
     def concat(self, node) -> None:
         if int(self.attrs(node).get("axis", 1)) != 1:

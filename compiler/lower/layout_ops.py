@@ -44,6 +44,43 @@ def lower_resize_nearest(em: Emitter, node: str, x: Act, y: Act, f: int) -> None
     em.pipeline(tiles)
 
 
+def nearest_index(n_in: int, n_out: int, scale: float) -> list[int]:
+    """onnxruntime's source index per output index: asymmetric (x_out / scale in float32), floor, clamp."""
+    import numpy as np
+
+    x = np.floor(np.arange(n_out, dtype=np.float32) / np.float32(scale))
+    return np.clip(x, 0, n_in - 1).astype(int).tolist()
+
+
+def lower_resize_gather(em: Emitter, node: str, x: Act, y: Act, scales: tuple[float, float]) -> None:
+    """Nearest resize with any factors: per output row, one VEC MOV per run of output columns that
+    read the same input pixel (sx = 0), from the input plane in SPAD; one tile per channel block."""
+    L = em.L
+    _, c, h, w = x.shape
+    ho, wo = y.shape[2:]
+    rows_i, cols_i = nearest_index(h, ho, scales[0]), nearest_index(w, wo, scales[1])
+    if 2 * (h * w + ho * wo) > em.target.spad_rows or wo > 256:
+        raise UserError(f"node {node} (Resize): a {h}x{w} -> {ho}x{wo} plane does not fit SPAD (non-integer factors "
+                        "are lowered for planes that fit)")
+    runs = []  # (first output column, length, input column)
+    for xo, ci in enumerate(cols_i):
+        if runs and runs[-1][2] == ci:
+            runs[-1][1] += 1
+        else:
+            runs.append([xo, 1, ci])
+    tiles = []
+    for i in range(blocks(c, L)):
+        a0 = (i % 2) * (h * w + ho * wo)
+        o0 = a0 + h * w
+        tile = Tile(f"block {i}", ld=em.load_rows(Buffer.SPAD, a0, h * w, x.addr + i * h * w * L))
+        for yo, ri in enumerate(rows_i):
+            for x0, n, ci in runs:
+                tile.ex.append(Vec(op=VecOp.MOV, dst=o0 + yo * wo + x0, src0=a0 + ri * w + ci, mx=n, sx=0))
+        tile.st = vector._store_rows(em, o0, ho * wo, y.addr + i * ho * wo * L)
+        tiles.append(tile)
+    em.pipeline(tiles)
+
+
 def lower_concat(em: Emitter, node: str, parts: list[Act], y: Act) -> None:
     """Block-aligned slices: LUT copies. Otherwise lanes move across blocks: see _concat_permute."""
     L = em.L

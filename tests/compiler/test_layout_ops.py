@@ -36,6 +36,22 @@ def test_resize_nearest_bit_exact(c, h, w, f, seed):
     assert lsb == 0
 
 
+@SETTINGS
+@given(c=st.integers(1, 20), h=st.integers(1, 9), w=st.integers(1, 9), ho=st.integers(1, 20), wo=st.integers(1, 20),
+       seed=st.integers(0, 99))
+@example(c=32, h=10, w=6, ho=20, wo=13, seed=0)  # eye_segmentation's decoder: 2x on H, 13/6 on W
+def test_resize_nearest_any_size_bit_exact(c, h, w, ho, wo, seed):
+    wt = np.random.default_rng(seed).standard_normal((c, c, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["p"], kernel_shape=[1, 1]),
+             helper.make_node("Resize", ["p", "", "", "sz"], ["y"], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor")]
+    m = graphs.model(nodes, {"x": [1, c, h, w]}, "y", {"w": wt, "sz": np.array([1, c, ho, wo], np.int64)})
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (_, result, *_) = graphs.lsb_vs_ort(m, Path(tmp), seed)
+    assert result.outputs["y"].shape == (1, c, ho, wo)
+    assert lsb == 0
+
+
 def test_resize_other_conventions_rejected(tmp_path):
     with pytest.raises(UserError, match="Resize.*asymmetric"):
         graphs.lsb_vs_ort(_resize_model(4, 3, 3, 2, 0, mode="align_corners"), tmp_path, 0)
