@@ -28,7 +28,7 @@ from costmodel.evaluate import evaluate_batch
 from costmodel.mapping import MappingBatch
 from dse.mappers.bounds import lower_bounds, stationary_ranks
 from dse.mappers.objectives import Objective
-from dse.mappers.result import MapperResult, ParetoPoint, final_mapping
+from dse.mappers.result import MapperResult, ParetoPoint, concat, final_mapping
 from dse.mappers.search_state import SearchState
 from dse.mapspace import Mapspace
 
@@ -120,6 +120,14 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
     pair_lb = obj.bound(e_lb, l_lb)
     visit = np.argsort(pair_lb.min(axis=1), kind="stable") if prune else np.arange(ms.num_spatial)
     any_fit = False
+    pending: list[MappingBatch] = []
+
+    def flush() -> None:
+        if pending:
+            batch = concat(pending)
+            pending.clear()
+            state.update(batch, evaluate_batch(problem, arch, batch, **eval_kw))
+
     for n, m in enumerate(visit):
         if time.perf_counter() > deadline:
             stats["complete"] = 0
@@ -143,9 +151,12 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
                 fit &= ~skip[None, :]
                 fit = _order_bound(ms, obj, state, rows, fit, stats, eval_kw)
             for batch, _, _ in ms.expand(rows, fit, max_batch=batch_size):
-                state.update(batch, evaluate_batch(problem, arch, batch, **eval_kw))
+                pending.append(batch)
+                if sum(map(len, pending)) >= batch_size:  # few large batches: evaluation has overhead
+                    flush()
             if time.perf_counter() > deadline:
                 break
+    flush()
     if not any_fit and stats["complete"] and state.best is None and incumbent is None:
         raise no_fit_error(ms)
     if state.best is None:  # the incumbent was optimal: nothing better exists
