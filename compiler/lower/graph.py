@@ -135,7 +135,7 @@ class GraphLowering:
             a.name = src
             self.io.append(IOTensor(src, "input", a.dtype, shape, a.layout + str(self.em.L), a.addr, a.scale,
                                     a.zero_point))
-        elif self.producer.get(src) is None or self.producer[src].op_type != "ReduceMean":
+        elif self.producer.get(src) is None or self.producer[src].op_type not in ("ReduceMean", "DequantizeLinear"):
             p = self.producer.get(src)
             what = f"the output of node {p.name} ({p.op_type})" if p is not None else repr(src)
             raise UserError(f"node {node.name} (QuantizeLinear) quantizes {what}, which onnxruntime computes in "
@@ -149,6 +149,15 @@ class GraphLowering:
                                     a.zero_point))
             return
         users = self.consumers.get(y, [])
+        if users and all(u.op_type == "QuantizeLinear" for u in users):  # a requantization: one LUT each
+            x = self.act(node, 0)
+            x = Act(x.name, x.shape, x.addr, float(self.c(node, 1, "scale")), int(self.c(node, 2, "zero point")),
+                    x.dtype)
+            for q in users:
+                out = self.out(q, x.shape, self.c(q, 1, "scale"), self.c(q, 2, "zero point"))
+                self._layer(q)
+                vector.lower_lut(self.em, self.em.node, x, out, vector.lut_table(x, out, lambda v: v))
+            return
         if not all(u.op_type == "ReduceMean" for u in users):
             raise UserError(f"node {users[0].name} ({users[0].op_type}): onnxruntime runs this op in float "
                             "(DequantizeLinear -> op -> QuantizeLinear); the target has no float unit")

@@ -126,3 +126,31 @@ def test_ceil_mode_partial_windows(c, h, w, op, seed):
         lsb, (_, result, *_) = graphs.lsb_vs_ort(m, Path(tmp), seed)
     assert result.outputs["y"].shape == (1, c, -(-h // 2), -(-w // 2))
     assert lsb <= (0 if op == "MaxPool" else 1)
+
+
+def test_dequantize_quantize_pair_is_a_lut(tmp_path):
+    """DequantizeLinear -> QuantizeLinear to other parameters, on a tensor with a second consumer (as in
+    depth_estimation, where onnxruntime keeps the pair in float): lowered as one LUT, 0 LSB."""
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    from compiler.compile import lower_qdq
+    from compiler.sim import simulate
+    from compiler.sim.check import check_outputs
+    from compiler.target import Target
+
+    nodes = [h.make_node("QuantizeLinear", ["x", "s0", "z0"], ["q0"]),
+             h.make_node("DequantizeLinear", ["q0", "s0", "z0"], ["y0"]),
+             h.make_node("DequantizeLinear", ["q0", "s0", "z0"], ["d0"]),
+             h.make_node("QuantizeLinear", ["d0", "s1", "z1"], ["q1"]),
+             h.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, t), n) for n, v, t in
+             (("s0", 0.05, np.float32), ("z0", 120, np.uint8), ("s1", 0.031, np.float32), ("z1", 7, np.uint8))]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 4, 3])],
+                     [h.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y0", "y")], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8), tmp_path / "m.onnx")
+    program, layers = lower_qdq(tmp_path / "m.onnx", Target())
+    assert [lay["op"] for lay in layers] == ["QuantizeLinear"]  # the requantizing LUT
+    x = {"x": (np.arange(60, dtype=np.uint8) * 4).reshape(1, 5, 4, 3)}
+    result = simulate(program, x)
+    assert [c.max_lsb_ort for c in check_outputs(program, result.outputs, x, tmp_path / "m.onnx")] == [0, 0]
