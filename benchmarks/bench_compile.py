@@ -27,10 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.compile import _target, compile_full  # noqa: E402
-from compiler.sim import simulate  # noqa: E402
-from compiler.sim.check import check_outputs  # noqa: E402
-from costmodel.errors import UserError  # noqa: E402
+from compiler.compile import resolve_target, compile_full
+from compiler.sim import simulate
+from compiler.sim.check import check_outputs
+from costmodel.errors import UserError
 
 CNNS = ["keyword_spotting", "gaze_estimation", "hand_tracking", "eye_segmentation", "depth_estimation",
         "mobilenet_v2", "resnet18"]
@@ -42,7 +42,7 @@ def bench(name: str, hw: str, work: Path) -> str:
     src = workloads.export(name, work / f"{name}.onnx")
     t0 = time.perf_counter()
     try:
-        compiled = compile_full(src, _target(hw), qdq_out=work / f"{name}.q.onnx")
+        compiled = compile_full(src, resolve_target(hw), qdq_out=work / f"{name}.q.onnx")
     except UserError as exc:
         return f"{name:20s} not compiled: {str(exc)[:150]}"
     t_compile = time.perf_counter() - t0

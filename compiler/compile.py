@@ -36,7 +36,8 @@ class Compiled:
     layers: list[dict] = field(default_factory=list)
 
 
-def _target(arch: Any) -> Target:
+def resolve_target(arch: Any) -> Target:
+    """A Target from an Architecture, a hwconfig name or path, or a Target."""
     if isinstance(arch, Target):
         return arch
     if isinstance(arch, str | Path):
@@ -101,7 +102,7 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
     """As compile_model, also returning the layer table; ``qdq_out`` keeps the quantized model there."""
     from compiler.quantize import quantize_model
 
-    target = _target(arch)
+    target = resolve_target(arch)
     with tempfile.TemporaryDirectory() as work:
         src = _resolve_model(model, Path(work), seed)
         qdq = Path(work) / "model.q.onnx"

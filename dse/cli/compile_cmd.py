@@ -65,9 +65,9 @@ def compile_model_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
 ) -> None:
     """Compile a model for a compilable config; writes MODEL.axb and MODEL.q.onnx (the reference)."""
-    from compiler.compile import _target, compile_to_file
+    from compiler.compile import resolve_target, compile_to_file
 
-    target = _target(hw)
+    target = resolve_target(hw)
     compiled = compile_to_file(model, target, out, calibration=_calibration(calibration), seed=seed)
     doc = summarize(compiled, target)
     doc.update({"binary": str(out), "reference": str(compiled.qdq_model), "hw": target.name})
