@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.compile import resolve_target, compile_full
+from compiler.compile import compile_full, resolve_target
 from compiler.sim import simulate
 from compiler.sim.check import check_outputs
 from costmodel.errors import UserError

@@ -65,7 +65,7 @@ def compile_model_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
 ) -> None:
     """Compile a model for a compilable config; writes MODEL.axb and MODEL.q.onnx (the reference)."""
-    from compiler.compile import resolve_target, compile_to_file
+    from compiler.compile import compile_to_file, resolve_target
 
     target = resolve_target(hw)
     compiled = compile_to_file(model, target, out, calibration=_calibration(calibration), seed=seed)
