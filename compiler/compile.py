@@ -12,7 +12,6 @@ first pass learns the size of the constants, the second places the activations b
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import numpy as np
 from compiler.isa import Finish, Program, write_binary
 from compiler.lower.emitter import Emitter, align
 from compiler.target import Target
+from costmodel.atomic import atomic_write_bytes
 from costmodel.errors import UserError
 
 
@@ -110,14 +110,7 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
         program, layers = lower_qdq(qdq, target)
         kept = None
         if qdq_out is not None:
-            kept = Path(qdq_out)
-            fd, tmp = tempfile.mkstemp(prefix=f".{kept.name}.", suffix=".tmp", dir=kept.parent)
-            os.close(fd)
-            try:
-                Path(tmp).write_bytes(qdq.read_bytes())
-                os.replace(tmp, kept)
-            finally:
-                Path(tmp).unlink(missing_ok=True)
+            kept = atomic_write_bytes(qdq_out, qdq.read_bytes())
     return Compiled(program, kept, layers)
 
 
