@@ -178,7 +178,9 @@ class _Search:
 
     def evolve(self, pop: _Genomes, scores: np.ndarray, generation: int, elite: int) -> None:
         rng = self.rng
-        while self.left() > 0 and generation > 0:
+        barren = 0  # generations that found nothing new: a small mapspace is used up
+        while self.left() > 0 and generation > 0 and barren < 10:
+            before = self.state.evaluated
             order = np.argsort(scores, kind="stable")
             top = order[: min(elite, int(np.isfinite(scores).sum()) or 1)]
             pick = top[rng.integers(len(top), size=(2, len(pop)))]
@@ -188,6 +190,7 @@ class _Search:
             pop = _Genomes.cat([pop.take(top), kids])
             scores = np.concatenate([scores[top], ks])
             generation -= 1
+            barren = barren + 1 if self.state.evaluated == before else 0
         self.pop, self.scores = pop, scores
 
     def _variants(self, g: _Genomes, rows: np.ndarray, keep: np.ndarray | None = None,
