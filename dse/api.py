@@ -73,3 +73,38 @@ def simulate(binary: str | Path, inputs: dict[str, np.ndarray], timing: bool = T
     from compiler.sim import simulate as _simulate
 
     return _simulate(binary, inputs, timing=timing)
+
+
+def map_layer(problem: Problem, arch: Architecture, objective: str = "edp", **kwargs: Any) -> Any:
+    """Best mapping of one layer (``mapper="fast"|"exhaustive"``, ``seed``, ``constraints``...)."""
+    from dse.mappers import map_layer as _map_layer
+
+    return _map_layer(problem, arch, objective, **kwargs)
+
+
+def map_model(workload: Workload, arch: Architecture, **kwargs: Any) -> Any:
+    """Map every layer of a workload (identical shapes once, through the mapping database)."""
+    from dse.network import map_model as _map_model
+
+    return _map_model(workload, arch, **kwargs)
+
+
+def best_mapping(problem: Problem, arch: Architecture, **kwargs: Any) -> Any:
+    """The database-backed best mapping of one layer (what ``dse best-mapping`` prints)."""
+    from dse.network import best_mapping as _best_mapping
+
+    return _best_mapping(problem, arch, **kwargs)
+
+
+def run_study(path: str | Path, **kwargs: Any) -> Any:
+    """Run or resume a sweep study from its YAML file."""
+    from dse.study import run_study as _run_study
+
+    return _run_study(path, **kwargs)
+
+
+def compile_model(model: str | Path, arch: Any, **kwargs: Any) -> Any:
+    """Quantize and compile a model (ONNX path or zoo name) for a compilable config."""
+    from compiler.compile import compile_model as _compile_model
+
+    return _compile_model(model, arch, **kwargs)

@@ -17,6 +17,7 @@ from dse.cli import (
     disasm_cmd,
     evaluate_cmd,
     inspect_cmd,
+    map_cmd,
     schema_cmd,
     simulate_cmd,
     study_cmd,
@@ -31,7 +32,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (zoo_cmd, inspect_cmd, evaluate_cmd, schema_cmd, study_cmd, compile_cmd, disasm_cmd, simulate_cmd):
+for _module in (zoo_cmd, inspect_cmd, evaluate_cmd, map_cmd, schema_cmd, study_cmd, compile_cmd, disasm_cmd, simulate_cmd):
     _module.register(app)
 
 
