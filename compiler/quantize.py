@@ -8,6 +8,14 @@ s8->u8 conversions and leaves some Conv nodes in fp32 (DQ -> Conv -> Q), whose f
 order cannot be reproduced bit for bit. The ISA reads uint8 activations natively (GEMM dtype u8,
 VEC ``u8``), so nothing is lost on the accelerator side.
 
+Before quantizing, a ReduceMean over the two spatial axes of a 4-D tensor (with keepdims, what
+PyTorch's ``adaptive_avg_pool2d(1)`` / ``mean((2, 3), keepdim=True)`` export) is rewritten as the
+equivalent GlobalAveragePool. Why: the quantizer leaves ReduceMean in float (DQ -> ReduceMean -> Q),
+which onnxruntime sums with Eigen's vectorized float reduction (an order that depends on the SIMD
+width and the buffer's alignment), whereas GlobalAveragePool becomes QLinearGlobalAveragePool,
+an exact int32 sum and one float32 requantization (MLAS) that the accelerator reproduces exactly.
+The float model's function is unchanged; the quantized model written out is the reference.
+
 Calibration uses seeded standard-normal inputs (or the user's ``.npy`` arrays), MinMax method.
 An already-quantized model (any QuantizeLinear/DequantizeLinear/QLinear* node) is kept as it is.
 """
@@ -72,6 +80,32 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
     return [{n: rng.standard_normal(s).astype(np.float32) for n, (s, _) in specs.items()} for _ in range(samples)]
 
 
+def _spatial_means_as_gap(model) -> int:
+    """Rewrite ReduceMean(axes = H, W of a 4-D tensor, keepdims = 1) as GlobalAveragePool, in place;
+    returns how many nodes were rewritten."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    rank = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in (*inferred.graph.value_info, *inferred.graph.input)
+            if vi.type.tensor_type.HasField("shape")}
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    count = 0
+    for k, node in enumerate(model.graph.node):
+        if node.op_type != "ReduceMean" or rank.get(node.input[0]) != 4:
+            continue
+        at = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        axes = at.get("axes")
+        if axes is None and len(node.input) > 1 and node.input[1] in inits:
+            axes = inits[node.input[1]].tolist()
+        if not at.get("keepdims", 1) or axes is None or sorted(int(a) % 4 for a in axes) != [2, 3]:
+            continue
+        model.graph.node[k].CopyFrom(helper.make_node("GlobalAveragePool", [node.input[0]], list(node.output),
+                                                      name=node.name))
+        count += 1
+    return count
+
+
 def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str, np.ndarray] | None = None,
                    seed: int = 0) -> Path:
     """Write the int8 QDQ model of ``src`` to ``dst`` (atomically); a quantized ``src`` is copied."""
@@ -100,9 +134,12 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
                     return next(self._it, None)
 
             with tempfile.TemporaryDirectory() as work:
-                pre = Path(work) / "pre.onnx"
+                pre, fp32 = Path(work) / "pre.onnx", src
+                if _spatial_means_as_gap(model):
+                    fp32 = Path(work) / "gap.onnx"
+                    onnx.save(model, str(fp32))
                 try:
-                    quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+                    quant_pre_process(str(fp32), str(pre), skip_symbolic_shape=True)
                     quantize_static(str(pre), tmp, _Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                                     extra_options={"WeightSymmetric": True})

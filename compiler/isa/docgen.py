@@ -73,8 +73,10 @@ How the compiler expresses each layer kind (all addresses are buffer rows; `L = 
   `src1_mode=tap` (one SPAD weight row per tap), the same walk as a conv (`sx=s`, `sy=s*Wt`,
   `s0=d`, `s1=d*Wt`), ACC destination; then REQUANT.
 - **Pooling.** Max: VEC RMAX `init=1` over the window taps, SPAD -> SPAD (pad with -128 via PADVAL).
-  Average / global average: RADD into ACC (more than 256 rows: several RADDs with `init=0`), then
-  REQUANT with the divisor folded into the scale.
+  Average (onnxruntime's float QLinearAveragePool): RFADD `init=1` over the window (DQ_ZP = x_zp,
+  y = a register with x_scale; pad with x_zp via PADVAL) into ACC, FDIV by float32(n), FQUANT by
+  y_scale to SPAD. Global average (MLAS, integer): RADD into ACC (more than 256 taps: several RADDs
+  with `init=0`), ADD `-n * x_zp`, REQUANT by `x_scale / (y_scale * n)`.
 - **Residual add.** VEC QADD of two SPAD tiles (`src1_mode=row`), registers from
   `compiler.isa.numerics.qadd_params`.
 - **ReLU / ReLU6 / clamp / sigmoid-like.** CLAMP (or MAX with a register), or LUT with a

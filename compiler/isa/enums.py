@@ -79,9 +79,12 @@ class VecOp(IntEnum):
     RMAX = 15
     RMIN = 16
     RMAC = 17
+    RFADD = 18
+    FDIV = 19
+    FQUANT = 20
 
 
-REDUCE_OPS = frozenset({VecOp.RADD, VecOp.RMAX, VecOp.RMIN, VecOp.RMAC})
+REDUCE_OPS = frozenset({VecOp.RADD, VecOp.RMAX, VecOp.RMIN, VecOp.RMAC, VecOp.RFADD})
 """Ops that reduce over the (L1, L0) taps into one destination element; all others are maps
 (one result per (my, mx); they require L0 = L1 = 1)."""
 
@@ -108,6 +111,12 @@ VEC_OP_DOC: dict[VecOp, str] = {
     VecOp.RMAX: "`d = max(d if not init, max_t x_t)` (max pooling)",
     VecOp.RMIN: "`d = min(d if not init, min_t x_t)`",
     VecOp.RMAC: "`d = (0 if init else d) + sum_t x_t * y_t` (depthwise convolution)",
+    VecOp.RFADD: "float32 dequantize-and-sum, one rounding per step in tap order (onnxruntime's "
+    "QLinearAveragePool): `f = 0.0 if init else f32bits(d)`; for t = 0, 1, ...: "
+    "`f = f + f32(x_t - DQ_ZP) * f32bits(y_t)`; `d = bits(f)`; d is a 32-bit lane (ACC/CONST)",
+    VecOp.FDIV: "`d = bits(f32bits(x) / f32bits(y))` (float32 divide; x and d are 32-bit lanes)",
+    VecOp.FQUANT: "quantize a float32 lane as QLinearAveragePool does: `f = f32bits(x) / f32bits(y) + "
+    "f32(OUT_ZP)` (two float32 roundings), `d = min(max(rint_half_even(f), QMIN), QMAX)`",
 }
 
 
@@ -125,6 +134,7 @@ class Reg(IntEnum):
     QADD_SA = 8
     QADD_SB = 9
     QADD_OFF = 10
+    DQ_ZP = 11
     S0 = 16
     S1 = 17
     S2 = 18
@@ -156,15 +166,16 @@ ENUM_DOC: dict[type[IntEnum], dict[IntEnum, str]] = {
                Src1Mode.FIXED: "row `src1` for every element (per-channel scales, LUT base)",
                Src1Mode.REG: "EX register number `src1`, broadcast to every lane"},
     Reg: {Reg.PADVAL: "LD: value of LOAD padding when padsel = 1 (e.g. the input zero point)",
-          Reg.OUT_ZP: "EX: REQUANT/REQUANT_DIV output zero point",
-          Reg.QMIN: "EX: REQUANT/QADD lower saturation bound",
-          Reg.QMAX: "EX: REQUANT/QADD upper saturation bound",
+          Reg.OUT_ZP: "EX: REQUANT/REQUANT_DIV/FQUANT output zero point",
+          Reg.QMIN: "EX: REQUANT/QADD/FQUANT lower saturation bound",
+          Reg.QMAX: "EX: REQUANT/QADD/FQUANT upper saturation bound",
           Reg.CLAMP_LO: "EX: CLAMP lower bound", Reg.CLAMP_HI: "EX: CLAMP upper bound",
           Reg.ROUND: "EX: SHR rounding: 0 half-even, 1 half-up, 2 floor",
           Reg.LUT_MIN: "EX: the input value of LUT entry 0",
           Reg.QADD_SA: "EX fp32: QADD ratio a_scale / c_scale",
           Reg.QADD_SB: "EX fp32: QADD ratio b_scale / c_scale",
           Reg.QADD_OFF: "EX fp32: QADD offset c_zp - (SA * a_zp + SB * b_zp)",
+          Reg.DQ_ZP: "EX: RFADD input zero point (subtracted before the float32 dequantization)",
           **{Reg(r): "scalar operand (VEC src1_mode = reg)" for r in range(16, 32)}},
 }
 """Meaning of every enum value, for docs/isa.md (VecOp: VEC_OP_DOC)."""

@@ -5,7 +5,8 @@ by first rewriting it (QDQ groups -> QLinearConv, QGemm, QLinearAdd, QLinearAver
 MaxPool). We let ORT do that rewrite (graph optimization level EXTENDED, saved to a temporary
 file) and lower exactly the integer kernels ORT runs, with their quantization parameters; a node
 ORT leaves in float (DequantizeLinear -> op -> QuantizeLinear) cannot be reproduced bit for bit
-and is rejected by name, except DQ -> ReduceMean(H, W) -> Q (global average pooling, within 1 LSB).
+and is rejected by name, except DQ -> ReduceMean(H, W) -> Q (global average pooling, within 1 LSB;
+compiler.quantize turns such ReduceMeans into GlobalAveragePool before quantizing, which is exact).
 The graph's float input passes through one QuantizeLinear (the binary's uint8 input, with that
 scale and zero point) and every output through one DequantizeLinear (the binary's uint8 output).
 """
@@ -302,7 +303,10 @@ class GraphLowering:
         ho, wo = vector.pool_out(x.shape[2], x.shape[3], k, s, p)
         y = self.out(node, (1, x.shape[1], ho, wo), self.c(node, 3, "y scale"), self.c(node, 4, "y zero point"))
         self._layer(node)
-        vector.lower_pool(self.em, self.em.node, x, y, k, s, p, "avg")
+        if k == tuple(x.shape[2:]) and not any(p):  # ORT's fallback_to_global: the integer MLAS kernel
+            vector.lower_global_avg(self.em, self.em.node, x, y)
+        else:
+            vector.lower_pool(self.em, self.em.node, x, y, k, s, p, "avg")
 
     def gap(self, node) -> None:
         x = self.act(node, 0)

@@ -2,13 +2,13 @@
 
 QLinearAdd is QADD with ``compiler.isa.numerics.qadd_params`` (bit-exact with ORT's MLAS order).
 MaxPool on uint8 is RMAX over the window; padding loads 0, the uint8 minimum, so it never wins.
-Average pooling sums exactly in int32 (RADD), subtracts ``n * x_zp`` and divides (REQUANT_DIV)
-by the float32 ``n * y_scale / x_scale``: the correctly rounded mean. onnxruntime instead sums the
-*dequantized* values in float32 and divides twice (QLinearAveragePool: ``nearbyintf(sum / n /
-y_scale + zp)``; DequantizeLinear -> ReduceMean -> QuantizeLinear likewise), and with equal input
-and output scales the exact mean is a tie (k + 0.5) for one window sum in n, which ORT's float
-rounding sends either way: those outputs differ by one LSB. The tests check 0 LSB against the exact
-rational mean and at most 1 LSB against onnxruntime (docs/compiler.md).
+Average pooling follows onnxruntime's QLinearAveragePool (``qlinear_pool.cc``) step for step, in
+float32: every window element is dequantized (``f32(x - x_zp) * x_scale``) and added in window order
+(RFADD), the sum is divided by the kernel size (FDIV) and quantized as ``nearbyintf(f / y_scale +
+y_zp)`` (FQUANT). Padding loads ``x_zp``, which dequantizes to 0.0 and leaves the float sum as it is
+(ORT skips padded positions). Global average pooling follows MLAS's
+``MlasQLinearGlobalAveragePoolNchw``: an exact int32 sum (RADD), ``- n * x_zp`` (ADD), and
+MLAS's requantization by the float32 ``x_scale / (y_scale * n)`` (REQUANT).
 """
 
 from __future__ import annotations
@@ -140,8 +140,8 @@ def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], 
         raise UserError(f"node {node}: one output row of the pool does not fit SPAD")
     n = kh * kw
     if mode == "avg":
-        em.setreg(Engine.LD, Reg.PADVAL, x.zero_point)  # count_include_pad: a pad contributes x - zp = 0
-        _avg_setup(em, x, y, n)
+        em.setreg(Engine.LD, Reg.PADVAL, x.zero_point)  # a pad dequantizes to 0.0: the float sum is unchanged
+        _qpool_setup(em, x, y, n)
     in_half, out_base = rin(rows) * wp, 2 * rin(rows) * wp
     tiles, t = [], 0
     for i in range(blocks(c, L)):
@@ -159,8 +159,8 @@ def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], 
             if mode == "max":
                 tile.ex = [Vec(op=VecOp.RMAX, init=True, u8=True, dst=o0, src0=a0, **walk)]
             else:
-                tile.ex = [Vec(op=VecOp.RADD, init=True, u8=True, dst_buf=Buffer.ACC, src0=a0, dst=0, **walk),
-                           *_avg_finish(0, o0, wo, r)]
+                tile.ex = [Vec(op=VecOp.RFADD, init=True, u8=True, dst_buf=Buffer.ACC, src0=a0, dst=0,
+                               src1_mode=Src1Mode.REG, src1=int(Reg.S1), **walk), *_qpool_finish(0, o0, wo, r)]
             tile.st = [Store(buf=Buffer.SPAD, sram=o0, y_size=r, x_size=wo,
                              dram_addr=y.addr + (i * ho + r0) * wo * L, dram_pitch=wo * L)]
             tiles.append(tile)
@@ -168,10 +168,29 @@ def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], 
     em.pipeline(tiles)
 
 
-def _avg_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
-    """EX registers: S0 = -n * x_zp, S1 = the float32 divisor n * y_scale / x_scale (exactly n when the
-    scales are equal, as the quantizer makes them for pooling: then every tie is seen as a tie)."""
-    scale = np.float32(n) * (np.float32(y.scale) / np.float32(x.scale))
+def _qpool_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
+    """EX registers of QLinearAveragePool: DQ_ZP = x_zp, S1 = x_scale, S2 = float32(n), S3 = y_scale."""
+    em.setreg(Engine.EX, Reg.DQ_ZP, x.zero_point)
+    em.setreg(Engine.EX, Reg.S1, f32_bits(x.scale))
+    em.setreg(Engine.EX, Reg.S2, f32_bits(n))
+    em.setreg(Engine.EX, Reg.S3, f32_bits(y.scale))
+    em.setreg(Engine.EX, Reg.OUT_ZP, y.zero_point)
+    em.setreg(Engine.EX, Reg.QMIN, 0)
+    em.setreg(Engine.EX, Reg.QMAX, 255)
+
+
+def _qpool_finish(acc: int, dst: int, mx: int, my: int) -> list:
+    """The float32 window sums in ACC -> ``/ n`` (FDIV) -> uint8 as ``nearbyintf(f / y_scale + y_zp)``."""
+    walk = {"mx": mx, "my": my, "sx": 1, "sy": mx, "src1_mode": Src1Mode.REG}
+    return [Vec(op=VecOp.FDIV, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, dst=acc, src0=acc, src1=int(Reg.S2), **walk),
+            Vec(op=VecOp.FQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, dst=dst, src0=acc,
+                src1=int(Reg.S3), **walk)]
+
+
+def _gap_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
+    """EX registers of MLAS's global average: S0 = -n * x_zp, S1 = the float32 ``x_scale / (y_scale * n)``
+    (``CheckQLinearGlobalAveragePoolScaleAndSize``'s expression and order)."""
+    scale = np.float32(x.scale) / (np.float32(y.scale) * np.float32(n))
     em.setreg(Engine.EX, Reg.S0, -n * x.zero_point)
     em.setreg(Engine.EX, Reg.S1, f32_bits(scale))
     em.setreg(Engine.EX, Reg.OUT_ZP, y.zero_point)
@@ -179,16 +198,17 @@ def _avg_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
     em.setreg(Engine.EX, Reg.QMAX, 255)
 
 
-def _avg_finish(acc: int, dst: int, mx: int, my: int) -> list:
+def _gap_finish(acc: int, dst: int, mx: int, my: int) -> list:
     walk = {"mx": mx, "my": my, "sx": 1, "sy": mx}
     return [Vec(op=VecOp.ADD, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG, dst=acc, src0=acc,
                 src1=int(Reg.S0), **walk),
-            Vec(op=VecOp.REQUANT_DIV, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG,
+            Vec(op=VecOp.REQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG,
                 dst=dst, src0=acc, src1=int(Reg.S1), **walk)]
 
 
 def lower_global_avg(em: Emitter, node: str, x: Act, y: Act) -> None:
-    """Mean over H x W of every channel: RADD chunks of at most 16 x 16 taps into one ACC row per block."""
+    """QLinearGlobalAveragePool: RADD chunks of at most 16 x 16 taps into one ACC row per block, then
+    MLAS's bias and requantization."""
     _u8(node, x, y)
     L, tg = em.L, em.target
     _, c, h, w = x.shape
@@ -196,7 +216,7 @@ def lower_global_avg(em: Emitter, node: str, x: Act, y: Act) -> None:
     plane = h * w
     if cb * plane + cb > tg.spad_rows or plane > 4095 or cb > 256:
         raise UserError(f"node {node} (global average pool): the {c}x{h}x{w} input does not fit SPAD")
-    _avg_setup(em, x, y, plane)
+    _gap_setup(em, x, y, plane)
     out = cb * plane
     tile = Tile("all", ld=em.load_rows(Buffer.SPAD, 0, cb * plane, x.addr))
     first = True
@@ -205,6 +225,6 @@ def lower_global_avg(em: Emitter, node: str, x: Act, y: Act) -> None:
             tile.ex.append(Vec(op=VecOp.RADD, init=first, u8=True, dst_buf=Buffer.ACC, dst=0, src0=r0 * w + c0,
                                mx=1, my=cb, l0=min(16, w - c0), l1=min(16, h - r0), sy=plane, s0=1, s1=w))
             first = False
-    tile.ex += _avg_finish(0, out, 1, cb)
+    tile.ex += _gap_finish(0, out, 1, cb)
     tile.st = [Store(buf=Buffer.SPAD, sram=out, y_size=cb, dram_addr=y.addr, dram_pitch=L)]
     em.pipeline([tile])

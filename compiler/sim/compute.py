@@ -19,7 +19,11 @@ from compiler.sim.state import MachineState, SimError
 
 NO_Y = frozenset({VecOp.MOV, VecOp.CLAMP, VecOp.LSUM, VecOp.LMAX, VecOp.RADD, VecOp.RMAX, VecOp.RMIN})
 """VEC ops that do not read src1 (LUT reads it as a table, see _lut)."""
-_F32_Y = frozenset({VecOp.REQUANT, VecOp.REQUANT_DIV})
+_F32_Y = frozenset({VecOp.REQUANT, VecOp.REQUANT_DIV, VecOp.RFADD, VecOp.FDIV, VecOp.FQUANT})
+_F32_X = frozenset({VecOp.FDIV, VecOp.FQUANT})
+"""Ops whose x is float32 bits (src0 must have 32-bit lanes)."""
+_F32_D = frozenset({VecOp.RFADD, VecOp.FDIV})
+"""Ops whose result is float32 bits (the destination must have 32-bit lanes)."""
 _REGS = frozenset(int(r) for r in Reg)
 
 
@@ -107,6 +111,10 @@ def vec(state: MachineState, insn: Vec, where: str, compute: bool) -> list:
         raise SimError(f"{where}: {op.name} is a map; it needs l0 = l1 = 1, got {insn.l0} x {insn.l1}")
     if op == VecOp.LUT and (insn.src1_mode != Src1Mode.FIXED or insn.src1_buf != Buffer.CONST):
         raise SimError(f"{where}: LUT needs src1_mode FIXED and src1_buf CONST (the table's first row)")
+    if op in _F32_X and insn.src0_buf == Buffer.SPAD:
+        raise SimError(f"{where}: {op.name} reads float32 bits; src0 must be ACC or CONST, not SPAD")
+    if op in _F32_D and insn.dst_buf == Buffer.SPAD:
+        raise SimError(f"{where}: {op.name} writes float32 bits; the destination must be ACC or CONST, not SPAD")
     x_rows = kernels.walk(insn.src0, insn.mx, insn.my, insn.l0, insn.l1, insn.sx, insn.sy, insn.s0, insn.s1)
     _check_rows(state, insn.src0_buf, x_rows, "the src0 walk", where)
     dst_rows = slice(insn.dst, insn.dst + m)
@@ -152,6 +160,10 @@ def _lut(state: MachineState, insn: Vec, x: np.ndarray, where: str) -> tuple[np.
 def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str) -> np.ndarray:
     """The exact result of a VEC op (int64 or int32), before conversion to the destination lanes."""
     reg = lambda r: state.reg(Engine.EX, int(r))
+    if op == VecOp.RFADD:
+        if not np.isfinite(y).all():
+            raise SimError(f"{where}: RFADD scale is not a finite float32")
+        return kernels.fp32_tap_sum(x, np.broadcast_to(y, x.shape), reg(Reg.DQ_ZP), old)
     if op in REDUCE_OPS:
         yy = None if y is None else np.broadcast_to(y, x.shape)
         return kernels.reduce_taps(op.name, x, yy, old)
@@ -184,6 +196,15 @@ def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str) ->
             raise SimError(f"{where}: {op.name} scale is not a finite (non-zero, for a divide) float32")
         return quant.requantize_range(x0, y0, reg(Reg.OUT_ZP), reg(Reg.QMIN), reg(Reg.QMAX),
                                       divide=op == VecOp.REQUANT_DIV)
+    if op == VecOp.FDIV:
+        with np.errstate(all="ignore"):  # IEEE float32: x / 0 = +-inf, 0 / 0 = NaN
+            return kernels.bits_f32((kernels.f32_bits(x0) / y0).astype(np.float32))
+    if op == VecOp.FQUANT:
+        with np.errstate(all="ignore"):
+            f = ((kernels.f32_bits(x0) / y0).astype(np.float32) + np.float32(reg(Reg.OUT_ZP))).astype(np.float32)
+        if np.isnan(f).any():
+            raise SimError(f"{where}: FQUANT of NaN (x or the scale is not a number)")
+        return np.clip(np.rint(f), reg(Reg.QMIN), reg(Reg.QMAX)).astype(np.int64)
     if op == VecOp.QADD:
         f = lambda r: state.reg_f32(Engine.EX, int(r))
         return quant.qadd(x0, y0, f(Reg.QADD_SA), f(Reg.QADD_SB), f(Reg.QADD_OFF), reg(Reg.QMIN), reg(Reg.QMAX))

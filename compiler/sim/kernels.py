@@ -96,6 +96,22 @@ def f32_bits(v: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(v, dtype=np.int64).astype(np.int32)).view(np.float32)
 
 
+def bits_f32(f: np.ndarray) -> np.ndarray:
+    """float32 values as the int32 bit patterns a 32-bit lane holds (int64 array)."""
+    return np.ascontiguousarray(np.asarray(f, dtype=np.float32)).view(np.int32).astype(np.int64)
+
+
+def fp32_tap_sum(x: np.ndarray, y: np.ndarray, zp: int, old: np.ndarray | None) -> np.ndarray:
+    """RFADD over taps [T, M, L]: ``f = f + f32(x_t - zp) * y_t`` in float32, one tap after the other
+    (a loop over the <= 256 taps, vectorized over elements and lanes; numpy rounds every multiply
+    and add to float32, no fused multiply-add). Returns the float32 bits."""
+    f = np.zeros(x.shape[1:], np.float32) if old is None else f32_bits(old)
+    y = np.asarray(y, dtype=np.float32)
+    for t in range(x.shape[0]):
+        f = (f + (x[t].astype(np.int64) - zp).astype(np.float32) * y[t]).astype(np.float32)
+    return bits_f32(f)
+
+
 def lane_sum(x: np.ndarray) -> np.ndarray:
     """LSUM: every lane gets the sum over the row's lanes (x: [..., L], exact int64)."""
     return np.broadcast_to(x.sum(axis=-1, keepdims=True, dtype=np.int64), x.shape)

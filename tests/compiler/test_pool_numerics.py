@@ -1,0 +1,61 @@
+"""Average pooling with independent input and output quantization (the quantizer makes them equal;
+a user's QDQ model need not): 0 LSB vs onnxruntime, random shapes, scales and zero points.
+
+The model is Q -> DQ -> AveragePool -> Q -> DQ with hypothesis-drawn scales and zero points, so the
+float32 steps of VEC RFADD / FDIV / FQUANT (onnxruntime's qlinear_pool.cc) and the global fallback
+(kernel = image, no pads: MLAS's integer kernel, RADD + REQUANT) meet arbitrary parameters.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, numpy_helper
+from onnx import helper as oh
+
+from compiler.compile import lower_qdq
+from compiler.lower.graph import fused_model
+from compiler.sim import simulate
+from compiler.sim.check import check_outputs
+from compiler.target import Target
+
+
+def _qdq_pool(path: Path, shape, kernel, stride, pads, xs, xz, ys, yz) -> Path:
+    inits = [numpy_helper.from_array(np.float32(xs), "xs"), numpy_helper.from_array(np.uint8(xz), "xz"),
+             numpy_helper.from_array(np.float32(ys), "ys"), numpy_helper.from_array(np.uint8(yz), "yz")]
+    nodes = [oh.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             oh.make_node("DequantizeLinear", ["q", "xs", "xz"], ["d"]),
+             oh.make_node("AveragePool", ["d"], ["a"], kernel_shape=list(kernel), strides=list(stride), pads=list(pads),
+                          count_include_pad=1),
+             oh.make_node("QuantizeLinear", ["a", "ys", "yz"], ["qa"]),
+             oh.make_node("DequantizeLinear", ["qa", "ys", "yz"], ["y"])]
+    g = oh.make_graph(nodes, "t", [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                      [oh.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 19)], ir_version=9), path)
+    return path
+
+
+@settings(max_examples=12, deadline=None)
+@given(c=st.integers(1, 20), h=st.integers(1, 10), w=st.integers(1, 10), kh=st.integers(1, 4), kw=st.integers(1, 4),
+       s=st.integers(1, 3), pad=st.booleans(), global_=st.booleans(), xs=st.floats(1e-3, 1.0), ratio=st.floats(0.2, 5.0),
+       xz=st.integers(0, 255), yz=st.integers(0, 255), seed=st.integers(0, 1000))
+def test_avgpool_any_quantization_bit_exact(c, h, w, kh, kw, s, pad, global_, xs, ratio, xz, yz, seed):
+    if global_:  # kernel = image, no padding: onnxruntime's integer fallback
+        kh, kw, pads = h, w, (0, 0, 0, 0)
+    else:
+        kh, kw = min(kh, h), min(kw, w)
+        pads = (kh // 2, kw // 2, kh // 2, kw // 2) if pad else (0, 0, 0, 0)
+    xs = np.float32(xs)
+    with tempfile.TemporaryDirectory() as tmp:
+        q = _qdq_pool(Path(tmp) / "q.onnx", (1, c, h, w), (kh, kw), (s, s), pads, xs, xz, np.float32(xs * ratio), yz)
+        assert "QLinearAveragePool" in {n.op_type for n in fused_model(q).graph.node}
+        program, _ = lower_qdq(q, Target())
+        x = {"x": np.random.default_rng(seed).integers(0, 256, (1, c, h, w), dtype=np.uint8)}
+        result = simulate(program, x)
+        (check,) = check_outputs(program, result.outputs, x, q)
+    assert check.max_lsb_ort == 0
