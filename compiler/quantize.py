@@ -16,6 +16,13 @@ width and the buffer's alignment), whereas GlobalAveragePool becomes QLinearGlob
 an exact int32 sum and one float32 requantization (MLAS) that the accelerator reproduces exactly.
 The float model's function is unchanged; the quantized model written out is the reference.
 
+A MatMul whose *first* operand is a constant (``M @ x``: a graph adjacency or mesh up-sampling
+matrix, hand_tracking) gets that constant quantized per tensor as uint8 with zero point 128
+(``TensorQuantOverrides``: QUInt8, symmetric). Why: per-channel int8 (the default for weights)
+puts the scales on the matrix's K axis, and even per-tensor int8 has no integer kernel for int8 x
+uint8, so onnxruntime would run that MatMul in float; uint8 x uint8 becomes QLinearMatMul, and
+``A - 128`` is exactly int8 for the accelerator's GEMM.
+
 Calibration uses seeded standard-normal inputs (or the user's ``.npy`` arrays), MinMax method.
 An already-quantized model (any QuantizeLinear/DequantizeLinear/QLinear* node) is kept as it is.
 """
@@ -106,6 +113,17 @@ def _spatial_means_as_gap(model) -> int:
     return count
 
 
+def _const_lhs_overrides(path: Path) -> dict:
+    """TensorQuantOverrides for MatMuls ``constant @ activation`` of the model at ``path``."""
+    import onnx
+    from onnxruntime.quantization import QuantType
+
+    model = onnx.load(str(path))
+    inits = {i.name for i in model.graph.initializer}
+    return {n.input[0]: [{"quant_type": QuantType.QUInt8, "symmetric": True}] for n in model.graph.node
+            if n.op_type == "MatMul" and n.input[0] in inits and n.input[1] not in inits}
+
+
 def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str, np.ndarray] | None = None,
                    seed: int = 0) -> Path:
     """Write the int8 QDQ model of ``src`` to ``dst`` (atomically); a quantized ``src`` is copied."""
@@ -140,9 +158,12 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
                     onnx.save(model, str(fp32))
                 try:
                     quant_pre_process(str(fp32), str(pre), skip_symbolic_shape=True)
+                    extra = {"WeightSymmetric": True}
+                    if overrides := _const_lhs_overrides(pre):
+                        extra["TensorQuantOverrides"] = overrides
                     quantize_static(str(pre), tmp, _Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                                    extra_options={"WeightSymmetric": True})
+                                    extra_options=extra)
                 except UserError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - ORT's quantizer rejects the graph: say why

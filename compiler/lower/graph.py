@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.isa.program import IOTensor
-from compiler.lower import conv, layout_ops, vector
+from compiler.lower import const_matmul, conv, layout_ops, vector
 from compiler.lower.emitter import Act, Emitter, act_bytes
 from costmodel.errors import UserError
 
@@ -191,12 +191,21 @@ class GraphLowering:
                             "channels; only dense (group 1) and depthwise convolution are lowered")
 
     def _fc(self, node, x: Act, w_kn, bias, w_scale, y_scale, y_zp) -> None:
+        """lower_fc per chunk of at most 256 rows (the GEMM walk); rows of the 2-D layout are contiguous."""
         if len(x.shape) != 2:
             raise UserError(f"node {node.name} ({node.op_type}): input of shape {list(x.shape)}, expected 2-D")
         y = self.out(node, (x.shape[0], w_kn.shape[1]), y_scale, y_zp)
         self._layer(node)
-        conv.lower_fc(self.em, self.em.node, x, w_kn, bias, np.asarray(w_scale, np.float32).reshape(-1),
-                      float(np.asarray(y_scale)), int(np.asarray(y_zp)), y)
+        xrow, yrow, tiles = act_bytes((1, x.shape[1]), self.em.L), act_bytes((1, y.shape[1]), self.em.L), 0
+        for r0 in range(0, x.shape[0], 256):
+            r = min(256, x.shape[0] - r0)
+            xs = Act(x.name, (r, x.shape[1]), x.addr + r0 * xrow, x.scale, x.zero_point, x.dtype)
+            ys = Act(y.name, (r, y.shape[1]), y.addr + r0 * yrow, y.scale, y.zero_point, y.dtype)
+            self.em.tile = f"rows {r0}-{r0 + r - 1}"
+            conv.lower_fc(self.em, self.em.node, xs, w_kn, bias, np.asarray(w_scale, np.float32).reshape(-1),
+                          float(np.asarray(y_scale)), int(np.asarray(y_zp)), ys)
+            tiles += self.em.layers[-1]["tiles"]
+        self.em.layers[-1]["tiles"] = tiles
 
     def qgemm(self, node) -> None:
         at = self.attrs(node)
@@ -211,6 +220,19 @@ class GraphLowering:
                  self.c(node, 8, "y zero point"))
 
     def qmatmul(self, node) -> None:
+        if node.input[0] in self.consts:  # constant @ activation (a graph adjacency, a mesh up-sampling)
+            x = self.act(node, 3)
+            a = self.c(node, 0, "A")
+            if len(x.shape) != 2 or a.ndim != 2:
+                raise UserError(f"node {node.name} (QLinearMatMul): constant {list(a.shape)} @ activation "
+                                f"{list(x.shape)}; only 2-D operands are lowered")
+            x = Act(x.name, x.shape, x.addr, float(self.c(node, 4, "B scale")), int(self.c(node, 5, "B zero point")),
+                    x.dtype)
+            y = self.out(node, (a.shape[0], x.shape[1]), self.c(node, 6, "y scale"), self.c(node, 7, "y zero point"))
+            self._layer(node)
+            const_matmul.lower_const_matmul(self.em, self.em.node, a, int(self.c(node, 2, "A zero point")),
+                                            float(self.c(node, 1, "A scale")), x, y)
+            return
         if np.any(self.c(node, 5, "B zero point") != 0):
             raise UserError(f"node {node.name} (QLinearMatMul): asymmetric weights are not supported")
         b = self.c(node, 3, "B")
@@ -347,10 +369,13 @@ class GraphLowering:
         else:
             shape = tuple(d for d in x.shape if d != 1) or (1,)
             shape = (1,) * (4 - len(shape)) + shape if node.op_type == "Unsqueeze" else shape
-        same = (len(shape) in (2, 4) and act_bytes(shape, self.em.L) == act_bytes(x.shape, self.em.L)
+        L = self.em.L
+        same = (len(shape) in (2, 4) and act_bytes(shape, L) == act_bytes(x.shape, L)
                 and (np.prod(x.shape[2:]) == 1 if len(x.shape) == 4 else True)
                 and (np.prod(shape[2:]) == 1 if len(shape) == 4 else True) and shape[0] == x.shape[0] == 1)
-        if not same:
+        flat = all(len(s) == 2 and s[1] % L == 0 for s in (x.shape, shape))  # (M, K/L, L) = row-major order
+        if not (same or flat):
             raise UserError(f"node {node.name} ({node.op_type}): {list(x.shape)} -> {list(shape)} changes the "
-                            "channel-blocked DRAM layout; only (1, C, 1, 1) <-> (1, C) is lowered by addressing")
+                            "channel-blocked DRAM layout; lowered by addressing: (1, C, 1, 1) <-> (1, C), and 2-D "
+                            f"(M, K) <-> (M', K') with K and K' multiples of {L}")
         self.acts[node.output[0]] = Act(node.output[0], shape, x.addr, x.scale, x.zero_point, x.dtype)

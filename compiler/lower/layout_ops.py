@@ -1,9 +1,11 @@
 """Layout layers done by addressing and DMA: nearest-neighbour Resize and channel Concat.
 
 Resize (nearest, integer factor f, the ``asymmetric``/``floor`` convention PyTorch exports, which
-replicates every input pixel f x f times): each tile of input rows is loaded once and stored f * f
-times with ``x_gap = f - 1`` (every f-th output vector) and a DRAM pitch of f output rows, one
-STORE per phase -- the ISA's documented upsampling pattern; EX only passes the token on (NOP).
+replicates every input pixel f x f times): each tile of input rows is loaded once, copied by EX
+into the output half (VEC MOV: the stores must not read the input half, which the next-but-one
+load overwrites once EX has released it), and stored f * f times with ``x_gap = f - 1`` (every
+f-th output vector) and a DRAM pitch of f output rows, one STORE per phase -- the ISA's
+documented upsampling pattern.
 Concat on channels (QLinearConcat): every input is copied into its block-aligned channel slice of
 the output through VEC LUT with onnxruntime's requantization table (identity when the scales
 match); a slice that does not start on a lane block goes through GEMMs with 0/1 lane-moving tiles.
@@ -11,7 +13,7 @@ match); a slice that does not start on a lane block goes through GEMMs with 0/1 
 
 from __future__ import annotations
 
-from compiler.isa import Buffer, Engine, Gemm, GemmType, Nop, Reg, Src1Mode, Store, Vec, VecOp
+from compiler.isa import Buffer, Engine, Gemm, GemmType, Reg, Src1Mode, Store, Vec, VecOp
 from compiler.lower import vector
 from compiler.lower.emitter import Act, Emitter, Tile, blocks, f32_bits
 from costmodel.errors import UserError
@@ -22,17 +24,18 @@ def lower_resize_nearest(em: Emitter, node: str, x: Act, y: Act, f: int) -> None
     _, c, h, w = x.shape
     if not 1 <= f - 1 <= 63:
         raise UserError(f"node {node} (Resize): factor {f}; the STORE x_gap field allows 2..64")
-    rows = max(1, min(h, em.target.spad_rows // (2 * w)))
-    if rows * w > em.target.spad_rows // 2:
-        raise UserError(f"node {node} (Resize): one input row of {w} pixels does not fit half the SPAD")
+    rows = max(1, min(h, em.target.spad_rows // (4 * w)))
+    if rows * w > em.target.spad_rows // 4:
+        raise UserError(f"node {node} (Resize): one input row of {w} pixels does not fit a quarter of the SPAD")
     tiles, t = [], 0
     for i in range(blocks(c, L)):
         for r0 in range(0, h, rows):
             r = min(rows, h - r0)
-            base = (t % 2) * rows * w
+            src, base = (t % 2) * rows * w, (2 + t % 2) * rows * w  # input half, output half
             tile = Tile(f"block {i} rows {r0}-{r0 + r - 1}",
-                        ld=em.load_rows(Buffer.SPAD, base, r * w, x.addr + (i * h + r0) * w * L),
-                        ex=[Nop(engine=Engine.EX)])
+                        ld=em.load_rows(Buffer.SPAD, src, r * w, x.addr + (i * h + r0) * w * L),
+                        ex=[Vec(op=VecOp.MOV, dst=base + o, src0=src + o, mx=mx, my=my, sx=1, sy=mx)
+                            for o, mx, my in vector._flat_walks(r * w)])
             out_plane = y.addr + i * h * f * w * f * L
             for a in range(f):
                 for b in range(f):

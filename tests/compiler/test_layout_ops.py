@@ -74,3 +74,13 @@ def test_channel_concat_bit_exact(c0, c1, h, w, seed):
         lsb, (_, _, _, qdq) = graphs.lsb_vs_ort(m, Path(tmp), seed)
         assert "QLinearConcat" in {n.op_type for n in fused_model(qdq).graph.node}
     assert lsb == 0
+
+
+def test_resize_nearest_many_tiles_race_free():
+    """48 channels = 3 tiles: the third tile's LOAD reuses the first tile's input half, which the
+    first tile's STOREs must no longer read (they read the output half EX copied into); the
+    simulator's race detector (happens-before over the tokens) checks it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, result, *_) = graphs.lsb_vs_ort(_resize_model(48, 5, 7, 2, 1), Path(tmp), 1)
+    assert len({e.tile for e in program.debug.values() if e.tile.startswith("block")}) >= 3
+    assert result.warnings == [] and lsb == 0
