@@ -16,9 +16,12 @@ import typer
 def sweep(
     study_file: Annotated[Path, typer.Argument(help="Study YAML (see docs/studies.md).")],
     trials: Annotated[int | None, typer.Option("--trials", help="Finished trials wanted (default: the file's).")] = None,
-    workers: Annotated[int, typer.Option("--workers", help="Local worker processes.")] = 1,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Local worker processes (with --dask: "
+                                         "tasks; default one per Dask worker thread).")] = 1,
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL (default: a journal "
                                                 "file in the output folder), e.g. postgresql://...")] = None,
+    dask: Annotated[str | None, typer.Option("--dask", help="Run the trials on this Dask scheduler (e.g. "
+                                             "tcp://host:8786); the study folder must be shared.")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Output folder (default: the file's).")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
 ) -> None:
@@ -28,7 +31,7 @@ def sweep(
 
     try:
         res = run_study(study_file, trials=trials, workers=workers, storage=storage, out=output,
-                        progress=not no_progress)
+                        progress=not no_progress, dask=dask)
     except Interrupted as exc:
         typer.echo(f"interrupted ({exc}): finished trials are kept; run the same `dse sweep` to resume",
                    err=True)
@@ -48,10 +51,10 @@ def results(
 ) -> None:
     """The Pareto set of a study (and the full table as trials.csv / trials.parquet)."""
     from dse.study.results import objective_columns, pareto_table, trials_table, write_tables
-    from dse.study.runner import create, load_study_dir, open_storage
+    from dse.study.runner import open_study
 
-    study = load_study_dir(study_dir)
-    table = trials_table(study, create(study, open_storage(study_dir, storage)))
+    study, ost = open_study(study_dir, storage)
+    table = trials_table(study, ost)
     write_tables(table, study_dir)
     front = pareto_table(study, table)
     cols = ["trial", *(k.name for k in study.knobs), *objective_columns(study)[0]]

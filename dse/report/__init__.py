@@ -35,11 +35,10 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     from dse.report.html import Section, render
     from dse.study.design import evaluate_design, load_layers
     from dse.study.results import objective_columns, pareto_table, trials_table
-    from dse.study.runner import create, load_study_dir, open_storage
+    from dse.study.runner import open_study
 
     study_dir, output = Path(study_dir), Path(output)
-    study = load_study_dir(study_dir)
-    ost = create(study, open_storage(study_dir, storage))
+    study, ost = open_study(study_dir, storage)
     table = trials_table(study, ost)
     if not len(table) or not (table["state"] == "COMPLETE").any():
         raise UserError(f"{study_dir}: no completed trials to report (run `dse sweep` first)")

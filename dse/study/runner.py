@@ -35,11 +35,10 @@ from costmodel.errors import UserError
 from dse.study.design import Layers, evaluate_design, load_layers
 from dse.study.samplers import make_sampler
 from dse.study.schema import Study, load_study
+from dse.study.storage import STORAGE_NOTE, open_storage
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-JOURNAL = "study.journal"
 STUDY_COPY = "study.yaml"
-STORAGE_NOTE = "storage.txt"
 ROOT_NOTE = "root.txt"
 
 
@@ -62,33 +61,6 @@ def interruptible() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
-
-    if path.exists() and path.stat().st_size:
-        lock = JournalFileSymlinkLock(str(path))
-        lock.acquire()
-        try:  # a record cut short by a kill would corrupt the next append: drop it
-            data = path.read_bytes()
-            if not data.endswith(b"\n"):
-                with open(path, "r+b") as fh:
-                    fh.truncate(data.rfind(b"\n") + 1)
-        finally:
-            lock.release()
-    return JournalStorage(JournalFileBackend(str(path)))
-
-
-def open_storage(out: Path, url: str | None) -> optuna.storages.BaseStorage | str:
-    """The journal file in ``out`` (default), a journal file path, or an optuna storage URL."""
-    if url is None:
-        note = out / STORAGE_NOTE
-        url = note.read_text().strip() if note.exists() else None
-    if url is None or url.endswith((".journal", ".log")) and "://" not in url:
-        return _journal_storage(Path(url) if url else out / JOURNAL)
-    return url
 
 
 def _owner_dead(trial: optuna.trial.FrozenTrial) -> bool:
@@ -197,22 +169,45 @@ def load_study_dir(out: str | Path) -> Study:
     return study
 
 
-def _worker(out: str, url: str | None, n_trials: int) -> None:
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+def open_study(out: str | Path, storage: str | None = None) -> tuple[Study, optuna.Study]:
+    """A sweep folder's study and its optuna study (storage: ``storage``, else the folder's own)."""
     study = load_study_dir(out)
-    ost = create(study, open_storage(Path(out), url))
-    parent = os.getppid()
+    return study, create(study, open_storage(Path(out), storage))
 
-    def orphaned(st: optuna.Study, _t: Any) -> None:  # the sweep was killed: stop after this trial
-        if os.getppid() != parent:
+
+class _Enough:
+    """Stop once finished + running trials reach the target. Sweeps on other machines sharing the
+    storage count too; each checks before starting a trial, so the total can overshoot only when two
+    independent sweeps finish a trial in the same instant (a ``--workers`` split is exact)."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+
+    def __call__(self, st: optuna.Study, _trial: Any) -> None:
+        if len(st.get_trials(deepcopy=False, states=(*FINISHED, TrialState.RUNNING))) >= self.target:
+            st.stop()
+
+
+def _worker(out: str, url: str | None, n_trials: int, target: int, watch_parent: bool = True) -> int:
+    """Run up to ``n_trials`` new trials of the study in folder ``out`` (a spawned process or a Dask
+    task); returns how many this worker finished."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study, ost = open_study(out, url)
+    parent = os.getppid()
+    mine: list[int] = []
+
+    def orphaned(st: optuna.Study, t: Any) -> None:  # the sweep was killed: stop after this trial
+        mine.append(t.number)
+        if watch_parent and os.getppid() != parent:
             st.stop()
 
     try:
         with interruptible():
             ost.optimize(Objective(study, load_layers(study)), n_trials=n_trials, catch=(Exception,),
-                         callbacks=[orphaned])
+                         callbacks=[orphaned, _Enough(target)])
     except Interrupted:
-        return
+        pass
+    return len(mine)
 
 
 @dataclass
@@ -237,55 +232,73 @@ def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
         (out / STORAGE_NOTE).write_text(storage + "\n")
 
 
-def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, storage: str | None = None,
-              out: str | Path | None = None, progress: bool = False) -> SweepResult:
-    """Run (or resume) a study until it has ``trials`` finished trials (default: the file's)."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = load_study(path)
-    out_dir = Path(out) if out else study.output
-    study.output = out_dir
-    _prepare_output(study, out_dir, storage)
+def target_trials(study: Study, trials: int | None) -> int:
+    """Finished trials wanted: ``trials`` or the file's, at most the grid's size for a grid study."""
     target = trials if trials is not None else study.spec.trials
     if study.spec.sampler.kind == "grid":
         from dse.study.samplers import GridSampler
 
         target = min(target, len(GridSampler(study.sampled_knobs, 0).points))
-    ost = create(study, open_storage(out_dir, storage))
+    return target
+
+
+def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, storage: str | None = None,
+              out: str | Path | None = None, progress: bool = False, dask: Any = None) -> SweepResult:
+    """Run (or resume) a study until it has ``trials`` finished trials (default: the file's).
+    ``dask``: a Dask scheduler address (or Client/cluster) to run the new trials on."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = load_study(path)
+    out_dir = Path(out) if out else study.output
+    study.output = out_dir
+    target = target_trials(study, trials)
+    st = open_storage(out_dir, storage)  # before writing anything: a bad URL leaves no folder behind
+    _prepare_output(study, out_dir, storage)
+    ost = create(study, st)
     objective = Objective(study, load_layers(study))
     with interruptible():
         resumed = _resume_stale(ost, objective)
-        ran = _run_new(study, ost, objective, out_dir, storage, target, workers, progress)
-    return SweepResult(study, ost, out_dir, resumed, ran)
+        states = [t.state for t in ost.get_trials(deepcopy=False)]
+        left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
+        bar = _Progress(ost, target) if progress else None
+        try:
+            if left <= 0:
+                pass
+            elif dask is not None:
+                from dse.study.dask_run import run_on_dask
+
+                run_on_dask(dask, out_dir, storage, left, target, workers, bar, ost)
+            elif workers <= 1:
+                ost.optimize(objective, n_trials=left, catch=(Exception,),
+                             callbacks=[*([bar.update] if bar else []), _Enough(target)])
+            else:
+                _run_processes(out_dir, storage, left, target, workers, bar, ost)
+        finally:
+            if bar:
+                bar.close()
+    return SweepResult(study, ost, out_dir, resumed, max(left, 0))
 
 
-def _run_new(study: Study, ost: optuna.Study, objective: Objective, out_dir: Path, storage: str | None,
-             target: int, workers: int, progress: bool) -> int:
-    """Start the trials still missing (serially, or split over ``workers`` processes); returns how many."""
-    states = [t.state for t in ost.get_trials(deepcopy=False)]
-    left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
-    bar = _Progress(ost, target) if progress else None
-    try:
-        if left > 0 and workers <= 1:
-            ost.optimize(objective, n_trials=left, catch=(Exception,), callbacks=[bar.update] if bar else None)
-        elif left > 0:
-            import multiprocessing as mp
+def shares(left: int, workers: int) -> list[int]:
+    """``left`` trials split as evenly as possible over ``workers`` (no empty shares)."""
+    return [n for n in (left // workers + (i < left % workers) for i in range(workers)) if n]
 
-            ctx = mp.get_context("spawn")
-            shares = [left // workers + (i < left % workers) for i in range(workers)]
-            procs = [ctx.Process(target=_worker, args=(str(out_dir), storage, n)) for n in shares if n]
-            for p in procs:
-                p.start()
-            for p in procs:
-                while p.is_alive():
-                    p.join(0.5)
-                    if bar:
-                        bar.update(ost, None)
-            if any(p.exitcode for p in procs):
-                raise RuntimeError(f"a sweep worker failed (exit codes {[p.exitcode for p in procs]})")
-    finally:
-        if bar:
-            bar.close()
-    return max(left, 0)
+
+def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, workers: int,
+                   bar: _Progress | None, ost: optuna.Study) -> None:
+    """The new trials split over ``workers`` spawned processes on the same storage."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(str(out_dir), storage, n, target)) for n in shares(left, workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        while p.is_alive():
+            p.join(0.5)
+            if bar:
+                bar.update(ost, None)
+    if any(p.exitcode for p in procs):
+        raise RuntimeError(f"a sweep worker failed (exit codes {[p.exitcode for p in procs]})")
 
 
 class _Progress:

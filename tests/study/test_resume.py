@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from dse.study.runner import create, load_study_dir, open_storage, run_study
+from dse.study.runner import open_study, run_study
 from tests.study.helpers import small_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,8 +21,7 @@ N = 14  # TPE: 10 random start-up trials, then 4 that depend on the history
 
 
 def _states(out: Path) -> list[optuna.trial.FrozenTrial]:
-    study = load_study_dir(out)
-    return create(study, open_storage(out, None)).get_trials()
+    return open_study(out)[1].get_trials()
 
 
 def _signature(trials: list[optuna.trial.FrozenTrial]) -> list[tuple]:

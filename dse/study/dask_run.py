@@ -1,0 +1,54 @@
+"""``dse sweep --dask ADDRESS``: the new trials of a sweep as tasks on an existing Dask cluster.
+
+Each task is one sweep worker (:func:`dse.study.runner._worker`) running a share of the trials on
+the study's own storage, so Dask only schedules: the trials, their order-independent samplers and
+the resume logic are the same as for local ``--workers``. The workers must see the study folder at
+the same path (a shared file system: it holds the study file copy and the mapping database, and
+the journal unless ``--storage`` names a database). Tasks: ``--workers N`` if given, else one per
+Dask worker thread.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from costmodel.errors import UserError
+
+if TYPE_CHECKING:
+    import optuna
+
+    from dse.study.runner import _Progress
+
+
+def _client(address: Any) -> tuple[Any, bool]:
+    """A Client for ``address`` (a scheduler address, a cluster, or a Client); True if we own it."""
+    from distributed import Client
+
+    if isinstance(address, Client):
+        return address, False
+    try:
+        return Client(address, timeout="10s"), True
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UserError(f"--dask {address}: cannot connect to a Dask scheduler ({exc})") from None
+
+
+def run_on_dask(address: Any, out_dir: Path, storage: str | None, left: int, target: int, workers: int,
+                bar: _Progress | None, ost: optuna.Study) -> int:
+    """Submit ``left`` trials in shares; wait (updating the progress bar); returns trials finished."""
+    from dse.study.runner import _worker, shares
+
+    client, owned = _client(address)
+    try:
+        tasks = workers if workers > 1 else max(sum(client.nthreads().values()), 1)
+        futures = [client.submit(_worker, str(out_dir.resolve()), storage, n, target, False, pure=False)
+                   for n in shares(left, tasks)]
+        while not all(f.done() for f in futures):
+            time.sleep(0.5)
+            if bar:
+                bar.update(ost, None)
+        return sum(client.gather(futures))  # re-raises a task's exception
+    finally:
+        if owned:
+            client.close()

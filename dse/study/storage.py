@@ -1,0 +1,77 @@
+"""Where a study's trials live: the journal file in the study folder (default), another journal
+file, or an optuna RDB URL (``postgresql://user@host:port/db`` for workers on several machines).
+
+``postgresql://`` URLs go to psycopg2 (``postgresql+psycopg2://``): SQLAlchemy 2.1 maps the bare
+scheme to psycopg 3, which is not a dependency. A storage that cannot be opened (no server, bad
+credentials, an unknown scheme) is the user's mistake: UserError naming the URL, password masked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+
+from costmodel.errors import UserError
+
+JOURNAL = "study.journal"
+STORAGE_NOTE = "storage.txt"
+
+
+def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+
+    if path.exists() and path.stat().st_size:
+        lock = JournalFileSymlinkLock(str(path))
+        lock.acquire()
+        try:  # a record cut short by a kill would corrupt the next append: drop it
+            data = path.read_bytes()
+            if not data.endswith(b"\n"):
+                with open(path, "r+b") as fh:
+                    fh.truncate(data.rfind(b"\n") + 1)
+        finally:
+            lock.release()
+    return JournalStorage(JournalFileBackend(str(path)))
+
+
+def masked(url: str) -> str:
+    """The URL with its password (if any) replaced by ``***``, for messages."""
+    scheme, sep, rest = url.partition("://")
+    cred, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in cred:
+        return url
+    return f"{scheme}://{cred.split(':', 1)[0]}:***@{host}"
+
+
+def rdb_url(url: str) -> str:
+    """An optuna RDB URL with the driver SQLAlchemy should use (psycopg2 for PostgreSQL)."""
+    for bare in ("postgresql://", "postgres://"):
+        if url.startswith(bare):
+            return "postgresql+psycopg2://" + url[len(bare):]
+    return url
+
+
+def is_journal(url: str | None) -> bool:
+    return url is None or (url.endswith((".journal", ".log")) and "://" not in url)
+
+
+def open_storage(out: Path, url: str | None) -> optuna.storages.BaseStorage:
+    """The storage of study folder ``out``: ``url``, else the one remembered in ``storage.txt``,
+    else the journal file ``out/study.journal``."""
+    if url is None:
+        note = out / STORAGE_NOTE
+        url = note.read_text().strip() if note.exists() else None
+    if is_journal(url):
+        path = Path(url) if url else out / JOURNAL
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return _journal_storage(path)
+    assert url is not None
+    try:
+        return optuna.storages.get_storage(rdb_url(url))
+    except ImportError as exc:
+        raise UserError(f"--storage {masked(url)}: no database driver for this URL ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 -- SQLAlchemy's errors: no server, bad password, bad URL
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"--storage {masked(url)}: cannot open the study storage ({first})") from None
+
