@@ -1,17 +1,21 @@
-"""Mapper benchmark, per layer: the fast mapper's search time and evaluations on each distinct layer
-shape of zoo models; and (``--quality``) the fast mapper against the exhaustive optimum on a set of
-small-to-medium layers. (Whole-network totals: benchmarks/bench_network.py.)
+"""Mapper benchmark. Three modes:
 
-Per-layer mode: for each distinct MAC layer shape (``n`` = how many layers share it) it prints the
-search seconds, evaluations, evaluations per second, the EDP and utilization found, and the ratio
-to a baseline run in the same process: the best EDP of as many random valid mappings, drawn from the
-same mapspace (constraints honoured), as the fast mapper evaluated.
+* default, per zoo model and config: ``dse.network.map_model`` with the fast mapper (no mapping
+  database, ``--workers`` processes, the pool kept across models): wall seconds, mappings evaluated,
+  evaluations per wall second, total energy / latency / EDP; then the total wall time and the
+  ResNet-18-on-tpu_like wall time against the targets (issue 4: all zoo models on all configs in
+  under 2 minutes on 2 cores; ResNet-18 on tpu_like under 5 s). Model import is excluded.
+* ``--per-layer``: for each distinct MAC layer shape (``n`` = how many layers share it) the search
+  seconds, evaluations, evaluations per second, the EDP and utilization found, and the ratio to a
+  baseline run in the same process: the best EDP of as many random valid mappings, drawn from the
+  same mapspace (constraints honoured), as the fast mapper evaluated.
+* ``--quality``: for each layer of a set of small-to-medium layers and each config, the exhaustive
+  mapper (``--exhaustive-limit`` seconds each; a result that hit the limit is marked incomplete and
+  left out of the statistics) against the fast mapper with the default budget: each EDP ratio, and
+  the geometric mean and the worst.
 
-Quality mode: for each layer and config, the exhaustive mapper (``--exhaustive-limit`` seconds each;
-a result that hit the limit is marked incomplete and left out of the statistics) against the fast
-mapper with the default budget. It prints each EDP ratio, and the geometric mean and the worst.
-
-    python benchmarks/bench_mapper.py [--models resnet18] [--configs tpu_like] [--evals 20000]
+    python benchmarks/bench_mapper.py [--models resnet18 ...] [--configs tpu_like ...] [--workers 2]
+    python benchmarks/bench_mapper.py --per-layer [--models resnet18] [--configs tpu_like] [--evals 20000]
     python benchmarks/bench_mapper.py --quality [--configs tiny eyeriss_like] [--exhaustive-limit 60]
 
 ZigZag (``zigzag-dse``) is not installed in this environment, so no time ratio to it is printed.
@@ -143,6 +147,39 @@ def per_layer(models, configs, evals, baseline):
                   flush=True)
 
 
+def grid(models, configs, workers):
+    """Every model on every config through map_model: the whole-network speed figures."""
+    import time
+
+    from dse import workloads
+    from dse.network import map_model
+
+    print(f"{'model':<20} {'config':<22} {'wall s':>7} {'evals':>9} {'evals/s':>9} {'energy uJ':>11} "
+          f"{'latency ms':>11} {'EDP pJ*s':>11}")
+    total, walls = 0.0, {}
+    for model in models:
+        wl = workloads.load(model)
+        for cfg in configs:
+            arch = load_architecture(cfg)
+            t = time.perf_counter()
+            try:
+                res = map_model(wl, arch, workers=workers, db=False, progress=False)
+            except UserError as exc:
+                print(f"{model:<20} {cfg:<22} no mapping: {exc}", flush=True)
+                continue
+            wall = time.perf_counter() - t
+            total += wall
+            walls[(model, cfg)] = wall
+            tot = res.totals
+            ev = tot["mappings_evaluated"]
+            print(f"{model:<20} {cfg:<22} {wall:7.2f} {ev:9,} {ev / wall:9,.0f} {tot['energy_pj'] * 1e-6:11.4g} "
+                  f"{tot['latency_s'] * 1e3:11.4g} {tot['edp']:11.4g}", flush=True)
+    print(f"total: {total:.1f} s wall for {len(walls)} (model, config) pairs on {workers} workers "
+          f"(target for all zoo models on all configs: 120 s)")
+    if ("resnet18", "tpu_like") in walls:
+        print(f"resnet18 on tpu_like: {walls[('resnet18', 'tpu_like')]:.2f} s wall (target: 5 s)")
+
+
 def quality(configs, limit):
     print(f"{'layer':<20} {'config':<22} {'fast/opt':>9} {'exh s':>7} {'exh evals':>10} {'fast s':>7} complete")
     for cfg in configs:
@@ -168,20 +205,28 @@ def quality(configs, limit):
 
 
 def main() -> None:
+    from dse import workloads
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="*", default=["resnet18"])
-    ap.add_argument("--configs", nargs="*", default=None, help="default: tpu_like (network), tiny (quality)")
-    ap.add_argument("--evals", type=int, default=20_000, help="fast mapper budget per layer shape")
-    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--models", nargs="*", default=None, help="default: every zoo model (per layer: resnet18)")
+    ap.add_argument("--configs", nargs="*", default=None,
+                    help="default: every config (per layer: tpu_like; quality: tiny); 'all' = every config")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--evals", type=int, default=20_000, help="per-layer mode: the fast mapper's budget")
+    ap.add_argument("--no-baseline", action="store_true", help="per-layer mode: skip the random baseline")
+    ap.add_argument("--per-layer", action="store_true")
     ap.add_argument("--quality", action="store_true")
     ap.add_argument("--exhaustive-limit", type=float, default=60.0)
     args = ap.parse_args()
+    every = sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
     if args.configs == ["all"]:
-        args.configs = sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
+        args.configs = every
     if args.quality:
         quality(args.configs or ["tiny"], args.exhaustive_limit)
+    elif args.per_layer:
+        per_layer(args.models or ["resnet18"], args.configs or ["tpu_like"], args.evals, not args.no_baseline)
     else:
-        per_layer(args.models, args.configs or ["tpu_like"], args.evals, not args.no_baseline)
+        grid(args.models or workloads.names(), args.configs or every, args.workers)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,14 @@ machine speed, so tests use the evaluation budget).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from costmodel.evaluate import evaluate_batch
+from costmodel.mapping import MappingBatch
+from costmodel.tiles import tile_words
 from dse.mappers.bounds import lower_bounds
 from dse.mappers.exhaustive import no_fit_error
 from dse.mappers.objectives import Objective
@@ -68,11 +71,24 @@ class _Search:
         self._csr: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.sample = 512
         self.seen = np.zeros(0, np.int64)  # sorted hashes of the candidates evaluated so far
+        self.seen_score = np.zeros(0)  # and their scores
         self._salt = np.random.default_rng(12345).integers(1, 2**62, size=4096, dtype=np.int64) | 1
-        t_s, sx_s, sy_s = ms.spatial_factors()
-        e_lb, l_lb = lower_bounds(ms, t_s, sx_s, sy_s)
-        spatial_lb = obj.bound(e_lb, l_lb).min(axis=1)
-        self.top_spatial = np.argsort(spatial_lb, kind="stable")[:32] if len(spatial_lb) else None
+        self.top_pairs = self._top_pairs(64)
+
+    def _top_pairs(self, n: int, screen: int = 1024) -> tuple[np.ndarray, np.ndarray] | None:
+        """The ``n`` (spatial unrolling, keep option) pairs with the best lower bounds, among the
+        ``screen`` unrollings that use the most PEs (bounding every unrolling of a 32x32 mesh with
+        128 keep options took seconds). The bounds rank both well: a keep choice that starves the
+        array has a bound above the optimum's score, and a search started outside it can stay out."""
+        t_s, sx_s, sy_s = self.ms.spatial_factors()
+        if not len(t_s):
+            return None
+        pes = (sx_s * sy_s).prod(axis=(1, 2))
+        cand = np.argsort(-pes, kind="stable")[:screen]
+        e_lb, l_lb = lower_bounds(self.ms, t_s[cand], sx_s[cand], sy_s[cand])
+        best = np.argsort(self.obj.bound(e_lb, l_lb), axis=None, kind="stable")[:n]
+        m, k = np.unravel_index(best, e_lb.shape)
+        return cand[m], k
 
     # ---- helpers ---------------------------------------------------------------------------------
     def left(self) -> int:
@@ -90,57 +106,69 @@ class _Search:
         offsets, flat = self.csr(di)
         return flat[offsets[row]:offsets[row + 1]]
 
-    def valid(self, g: _Genomes) -> np.ndarray:
-        t, sx, sy = self.ms.decode(g.rows)
-        ok = self.ms.spatial_ok(sx, sy)
-        fit = self.ms.capacity_ok(t, sx, sy)
-        return ok & fit[np.arange(len(g)), g.keep]
-
     def ranks(self, g: _Genomes) -> np.ndarray:
         return np.argsort(np.argsort(g.keys, axis=2, kind="stable"), axis=2, kind="stable")
 
-    def evaluate(self, g: _Genomes, ranks: np.ndarray | None = None) -> np.ndarray:
-        """Scores of valid, not yet seen candidates (others +inf), within the budget."""
-        scores = np.full(len(g), np.inf)
+    def evaluate(self, g: _Genomes, ranks: np.ndarray | None = None, reuse: bool = False) -> np.ndarray:
+        """Scores of valid, not yet seen candidates (others +inf), within the budget; with ``reuse``,
+        candidates seen before get their earlier score (without counting as evaluations)."""
+        ms, n = self.ms, len(g)
+        scores = np.full(n, np.inf)
         ranks = self.ranks(g) if ranks is None else ranks
-        ok = self.valid(g)
-        t, _, _ = self.ms.decode(g.rows)
-        canon = np.where(t > 1, ranks, -1).reshape(len(g), -1)  # factor-1 loops order nothing
-        key = np.concatenate([g.rows, canon, g.keep[:, None]], axis=1)
+        t, sx, sy = ms.decode(g.rows)
+        # factor-1 loops order nothing: rank the others among themselves, so equal nests hash equal
+        active = t > 1
+        canon = np.argsort(np.argsort(np.where(active, ranks, ranks + t.shape[2]), axis=2, kind="stable"),
+                           axis=2, kind="stable")
+        key = np.concatenate([g.rows, np.where(active, canon, -1).reshape(n, -1), g.keep[:, None]], axis=1)
         with np.errstate(over="ignore"):  # a 64-bit hash; a collision only skips one candidate
             h = key @ self._salt[: key.shape[1]]
         order = np.argsort(h, kind="stable")
         hs = h[order]
-        fresh = np.zeros(len(g), bool)
+        fresh = np.zeros(n, bool)
         fresh[order[np.concatenate([[True], hs[1:] != hs[:-1]])]] = True  # first of equal hashes
-        pos = np.searchsorted(self.seen, h)
-        known = self.seen[np.minimum(pos, len(self.seen) - 1)] == h if len(self.seen) else np.zeros(len(h), bool)
-        fresh &= ok & ~known
+        fresh &= ~self._known(h)[0]
+        keep = ms.keep_options[g.keep]
+        if fresh.any():  # validity (Mapping.validate's rule) for the chosen keep option only
+            words = tile_words(ms.problem, _Factors(t, sx, sy))
+            fresh &= ms.spatial_ok(sx, sy) & ((words * keep).sum(axis=2) <= ms.usable).all(axis=1)
         idx = np.nonzero(fresh)[0][: max(0, self.left())]
-        new = np.sort(h[idx])
-        self.seen = np.insert(self.seen, np.searchsorted(self.seen, new), new)
         if idx.size:
-            batch = self.ms.batch(g.rows[idx], ranks[idx], g.keep[idx])
-            scores[idx] = self.state.update(batch, evaluate_batch(self.ms.problem, self.ms.arch, batch,
-                                                                  **self.eval_kw))
+            batch = MappingBatch(*(_batch_last(a[idx]) for a in (t, sx, sy, ranks, keep)))
+            scores[idx] = self.state.update(batch, evaluate_batch(ms.problem, ms.arch, batch, **self.eval_kw))
+            new = np.argsort(h[idx], kind="stable")
+            pos = np.searchsorted(self.seen, h[idx][new])
+            self.seen = np.insert(self.seen, pos, h[idx][new])
+            self.seen_score = np.insert(self.seen_score, pos, scores[idx][new])
+        if reuse:
+            known, at = self._known(h)
+            scores = np.where(known & np.isinf(scores), self.seen_score[at], scores)
         return scores
+
+    def _known(self, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not len(self.seen):
+            return np.zeros(len(h), bool), np.zeros(len(h), np.int64)
+        at = np.minimum(np.searchsorted(self.seen, h), len(self.seen) - 1)
+        return self.seen[at] == h, at
 
     # ---- phases ----------------------------------------------------------------------------------
     def initial(self, n: int) -> _Genomes:
-        """Random tilings: half uniform, half inside the spatial unrollings with the best bounds
-        (the bounds rank unrollings well by utilization and operand traffic)."""
+        """Random tilings with a random fitting keep option; half of them inside the (unrolling,
+        keep option) pairs with the best bounds, with that keep option where it fits."""
         ms, rng = self.ms, self.rng
         pos = rng.integers(0, ms.num_tilings, size=n)
-        if self.top_spatial is not None:
-            m = self.top_spatial[rng.integers(len(self.top_spatial), size=n // 2)]
+        h = n // 2 if self.top_pairs is not None else 0
+        if h:
+            pick = rng.integers(len(self.top_pairs[0]), size=h)
+            m, want = self.top_pairs[0][pick], self.top_pairs[1][pick]
             lo, hi = ms._combo_cum[m], ms._combo_cum[m + 1]
-            pos[: n // 2] = lo + (rng.random(n // 2) * (hi - lo)).astype(np.int64)
+            pos[:h] = lo + (rng.random(h) * (hi - lo)).astype(np.int64)
         rows = ms.tiling_rows_at(pos)
         t, sx, sy = ms.decode(rows)
         fit = ms.capacity_ok(t, sx, sy)
-        # a random fitting keep option per tiling (tilings with none stay invalid)
-        r = rng.random(fit.shape) * fit
-        keep = r.argmax(axis=1)
+        keep = (rng.random(fit.shape) * fit).argmax(axis=1)  # tilings with none stay invalid
+        if h:
+            keep[:h] = np.where(fit[np.arange(h), want], want, keep[:h])
         keys = rng.random((n, ms.n_levels, len(ms.dims)))
         return _Genomes(rows, keys, keep)
 
@@ -176,21 +204,22 @@ class _Search:
         return _Genomes(np.where(dm, a.rows, b.rows), np.where(lm[:, :, None], a.keys, b.keys),
                         np.where(rng.random(len(a)) < 0.5, a.keep, b.keep))
 
-    def evolve(self, pop: _Genomes, scores: np.ndarray, generation: int, elite: int) -> None:
+    def evolve(self, pop: _Genomes, scores: np.ndarray, size: int, elite: int) -> None:
+        """Generations of ``size`` children of the elite, until the budget is spent or three
+        generations in a row find almost nothing new (a small mapspace is used up)."""
         rng = self.rng
-        barren = 0  # generations that found nothing new: a small mapspace is used up
-        while self.left() > 0 and generation > 0 and barren < 10:
+        barren = 0
+        while self.left() > 0 and barren < 3:
             before = self.state.evaluated
             order = np.argsort(scores, kind="stable")
             top = order[: min(elite, int(np.isfinite(scores).sum()) or 1)]
-            pick = top[rng.integers(len(top), size=(2, len(pop)))]
+            pick = top[rng.integers(len(top), size=(2, size))]
             kids = self.crossover(pop.take(pick[0]), pop.take(pick[1]))
             kids = self.mutate(kids)
             ks = self.evaluate(kids)
             pop = _Genomes.cat([pop.take(top), kids])
             scores = np.concatenate([scores[top], ks])
-            generation -= 1
-            barren = barren + 1 if self.state.evaluated == before else 0
+            barren = barren + 1 if self.state.evaluated - before < size // 32 else 0
         self.pop, self.scores = pop, scores
 
     def _variants(self, g: _Genomes, rows: np.ndarray, keep: np.ndarray | None = None,
@@ -238,28 +267,42 @@ class _Search:
                 out.append((pair, np.repeat(self.ranks(g), len(pair), axis=0)))
         return out
 
-    def local(self, g: _Genomes, score: float) -> tuple[_Genomes, float]:
-        """Variable-neighbourhood descent: take the best move of the cheapest neighbourhood that
-        improves, and go back to the cheapest after every move; stop when none improves."""
-        level = 0
-        while self.left() > 0 and level < 3:
-            parts = self.neighbourhood(g, level)
-            if not parts:
-                level += 1
+    def local(self, g: _Genomes, score: np.ndarray) -> tuple[_Genomes, np.ndarray]:
+        """Variable-neighbourhood descent of several walkers at once (one batch per round holds every
+        walker's current neighbourhood, which keeps batches large): each walker takes the best move
+        of the cheapest neighbourhood that improves and goes back to the cheapest after every move;
+        a walker stops when none improves."""
+        g = _Genomes(g.rows.copy(), g.keys.copy(), g.keep.copy())
+        score = np.array(score, dtype=np.float64)
+        level = np.zeros(len(g), np.int64)
+        while self.left() > 0 and (level < 3).any():
+            walkers, segs, ranks = [], [], []
+            for w in np.nonzero(level < 3)[0]:
+                parts = self.neighbourhood(g.take(np.array([w])), int(level[w]))
+                if not parts:
+                    level[w] += 1
+                    continue
+                cand = _Genomes.cat([p for p, _ in parts])
+                r = np.concatenate([r for _, r in parts])
+                if level[w] > 0 and len(cand) > self.sample:  # the big neighbourhoods are sampled
+                    pick = np.sort(self.rng.choice(len(cand), self.sample, replace=False))
+                    cand, r = cand.take(pick), r[pick]
+                walkers.append(w)
+                segs.append(cand)
+                ranks.append(r)
+            if not walkers:
                 continue
-            all_g = _Genomes.cat([p for p, _ in parts])
-            all_r = np.concatenate([r for _, r in parts])
-            if level > 0 and len(all_g) > self.sample:  # the big neighbourhoods are sampled
-                pick = np.sort(self.rng.choice(len(all_g), self.sample, replace=False))
-                all_g, all_r = all_g.take(pick), all_r[pick]
-            sc = self.evaluate(all_g, all_r)
-            i = int(np.argmin(sc))
-            if not sc[i] < score:
-                level += 1
-                continue
-            score, level = float(sc[i]), 0
-            # keys that reproduce the winner's ranks, so the next round starts from it
-            g = _Genomes(all_g.rows[i:i + 1], all_r[i:i + 1].astype(np.float64), all_g.keep[i:i + 1])
+            cand, r = _Genomes.cat(segs), np.concatenate(ranks)
+            sc = self.evaluate(cand, r, reuse=True)
+            start = np.cumsum([0] + [len(s) for s in segs])
+            for w, lo, hi in zip(walkers, start[:-1], start[1:]):
+                i = lo + int(np.argmin(sc[lo:hi]))
+                if not sc[i] < score[w]:
+                    level[w] += 1
+                    continue
+                # keys that reproduce the winner's ranks, so the next round starts from it
+                score[w], level[w] = sc[i], 0
+                g.rows[w], g.keys[w], g.keep[w] = cand.rows[i], r[i], cand.keep[i]
         return g, score
 
     def spatial_swaps(self, g: _Genomes, cap: int = 4096) -> _Genomes | None:
@@ -298,34 +341,37 @@ class _Search:
             r, keep = r[pick], keep[pick]
         return _Genomes(r, np.repeat(g.keys, len(r), axis=0), keep)
 
-    def iterate(self, g: _Genomes, score: float) -> None:
-        """Iterated local search: kick the incumbent with a few random moves, descend, keep the
-        better, until the budget is spent or 60 kicks in a row bring nothing (a converged search
-        stops early; still deterministic)."""
+    def iterate(self, g: _Genomes, score: float, kicks: int, patience: int) -> None:
+        """Iterated local search: kick the incumbent ``kicks`` times at once with a few random moves,
+        descend from all kicks together, keep the best; until the budget is spent or ``patience``
+        rounds in a row bring nothing (a converged search stops early; still deterministic)."""
         stale = 0
-        while self.left() > 0 and stale < 60:
-            kick = g.take(np.zeros(1, np.int64))
-            kick.rows = kick.rows.copy()
-            free = [d for d, t in enumerate(self.ms.tables) if len(t.table) > 1]
-            for di in self.rng.choice(free, size=min(2, len(free)), replace=False):  # re-split two dims
-                kick.rows[0, di] = self.rng.integers(len(self.ms.tables[di].table))
-            if self.rng.random() < 0.5:
-                kick.keep = self.rng.integers(len(self.ms.keep_options), size=1)
+        free = [d for d, t in enumerate(self.ms.tables) if len(t.table) > 1]
+        while self.left() > 0 and stale < patience:
+            kick = g.take(np.zeros(kicks, np.int64))
+            for j in range(kicks):  # re-split two dims
+                for di in self.rng.choice(free, size=min(2, len(free)), replace=False):
+                    kick.rows[j, di] = self.rng.integers(len(self.ms.tables[di].table))
+            other = self.rng.random(kicks) < 0.5
+            kick.keep[other] = self.rng.integers(len(self.ms.keep_options), size=int(other.sum()))
             kick = self.mutate(kick)
             sc = self.evaluate(kick)
-            if not np.isfinite(sc[0]):
+            ok = np.nonzero(np.isfinite(sc))[0]
+            if not ok.size:
                 stale += 1
                 continue
-            new, new_score = self.local(kick, float(sc[0]))
-            if new_score < score:
-                g, score, stale = new, new_score, 0
+            new, new_score = self.local(kick.take(ok), sc[ok])
+            j = int(np.argmin(new_score))
+            if new_score[j] < score:
+                g, score, stale = new.take(np.array([j])), float(new_score[j]), 0
             else:
                 stale += 1
 
 
 def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
              seed: int = 0, max_evaluations: int = 20_000, time_limit_s: float | None = None,
-             population: int = 1024, elite: int = 64, pareto: bool = False, mapspace: Mapspace | None = None,
+             population: int = 1024, elite: int = 64, explore: float = 0.25, starts: int = 4, kicks: int = 8,
+             patience: int = 8, pareto: bool = False, mapspace: Mapspace | None = None,
              **eval_kw: Any) -> MapperResult:
     """A good mapping within ``max_evaluations`` cost-model evaluations (see the module docstring)."""
     t0 = time.perf_counter()
@@ -337,9 +383,8 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
     state = SearchState(obj, track_pareto=pareto)
     deadline = t0 + time_limit_s if time_limit_s is not None else np.inf
     s = _Search(ms, obj, rng, max_evaluations, deadline, state, eval_kw)
-    explore = int(max_evaluations * 0.25)
-    s.budget = explore
-    pop = s.initial(min(4 * population, max(population, explore // 3)))
+    s.budget = int(max_evaluations * explore)
+    pop = s.initial(min(4 * population, max(population, s.budget // 3)))
     scores = s.evaluate(pop)
     for _ in range(20):  # tight spaces: keep drawing until something fits
         if np.isfinite(scores).any() or s.left() <= 0:
@@ -348,18 +393,13 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
         scores = s.evaluate(pop)
     if not np.isfinite(scores).any():
         raise no_fit_error(ms)
-    s.evolve(pop, scores, generation=10**9, elite=elite)
+    s.evolve(pop, scores, population, elite)
     s.budget = max_evaluations
-    order = np.argsort(s.scores, kind="stable")
-    best_g, best_score = None, np.inf
-    for j in order[:4]:  # descend from the best few distinct starting points
-        if not np.isfinite(s.scores[j]) or s.left() <= 0:
-            break
-        g, sc = s.local(s.pop.take(np.array([j])), float(s.scores[j]))
-        if sc < best_score:
-            best_g, best_score = g, sc
-    if best_g is not None:
-        s.iterate(best_g, best_score)
+    top = _diverse(s.scores, s.pop.keep, starts)
+    if top.size and s.left() > 0:  # descend from the best few starting points together
+        g, sc = s.local(s.pop.take(top), s.scores[top])
+        j = int(np.argmin(sc))
+        s.iterate(g.take(np.array([j])), float(sc[j]), kicks, patience)
     best = final_mapping(problem, arch, state.best, 0)
     front = None
     if pareto and state.front is not None:
@@ -367,3 +407,29 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
                  for i, (e, lat) in enumerate(zip(state.front_e, state.front_l))]
     return MapperResult(best, state.best_metrics or {}, obj, "fast", state.evaluated, time.perf_counter() - t0,
                         ms.size(), {"tilings": ms.num_tilings}, front, seed)
+
+
+def _diverse(scores: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` best candidates with distinct keep options (the keep choice is the dataflow's
+    skeleton: the elite of one evolution tends to share it, and another one's basin is then far),
+    filled up with the best others; only finite scores."""
+    order = np.argsort(scores, kind="stable")
+    order = order[np.isfinite(scores[order])]
+    _, first = np.unique(keep[order], return_index=True)
+    lead = order[np.sort(first)][:n]
+    rest = order[~np.isin(order, lead)][: n - len(lead)]
+    return np.concatenate([lead, rest])
+
+
+@dataclass
+class _Factors:
+    """The factor arrays ``tile_words`` reads (a MappingBatch without orders or keeps)."""
+
+    temporal: np.ndarray
+    spatial_x: np.ndarray
+    spatial_y: np.ndarray
+
+
+def _batch_last(a: np.ndarray) -> np.ndarray:
+    """``a`` [B, ...] as a view of a contiguous [..., B] array: the layout costmodel.analysis is fast in."""
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 0, -1)), -1, 0)

@@ -41,20 +41,10 @@ class Search:
     layers: tuple[str, ...] = ()  # the workload layers it answers, for messages
 
 
-_ARCH: Architecture | None = None
-
-
-def _init(arch: Architecture) -> None:
-    global _ARCH
-    _ARCH = arch
-
-
-def run_search(search: Search, arch: Architecture | None = None) -> Stored:
-    """The mapper on one layer (a worker's job; ``arch`` defaults to the worker's config)."""
+def run_search(search: Search, arch: Architecture) -> Stored:
+    """The mapper on one layer (a worker's job)."""
     from dse.mappers import map_layer
 
-    arch = arch or _ARCH
-    assert arch is not None
     res = map_layer(search.problem, arch, search.objective, mapper=search.mapper, seed=search.seed,
                     **search.options)
     return Stored(res.mapping.to_dict(), dict(res.metrics), int(res.mappings_evaluated), float(res.search_seconds))
@@ -66,6 +56,30 @@ def _context() -> mp.context.BaseContext:
         ctx.set_forkserver_preload(_PRELOAD)
         return ctx
     return mp.get_context("spawn")
+
+
+_POOL: tuple[int, ProcessPoolExecutor] | None = None
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per process, kept between calls: a sweep maps several models per trial, and starting
+    workers each time cost more than a small model's searches. The config travels with each task
+    (a few kB of pickle), so one pool serves every config."""
+    global _POOL
+    if _POOL is not None and (_POOL[0] != workers or getattr(_POOL[1], "_broken", False)):
+        _POOL[1].shutdown(wait=False, cancel_futures=True)
+        _POOL = None
+    if _POOL is None:
+        _POOL = (workers, ProcessPoolExecutor(max_workers=workers, mp_context=_context()))
+    return _POOL[1]
+
+
+def shutdown_pool() -> None:
+    """Stop the kept worker processes (they also stop when this process exits)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL[1].shutdown(wait=True, cancel_futures=True)
+        _POOL = None
 
 
 def default_workers() -> int:
@@ -81,7 +95,7 @@ def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None
           progress: bool = True, on_done: Callable[[Search, Stored], None] | None = None) -> dict[str, Stored]:
     """Answers by ``search.key.digest``. Biggest layers first, so two workers finish together."""
     order = sorted(searches, key=lambda s: -s.problem.macs)
-    workers = min(workers or default_workers(), len(order)) if order else 0
+    workers = workers or default_workers()
     out: dict[str, Stored] = {}
     if not order:
         return out
@@ -92,28 +106,27 @@ def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None
                 on_done(s, stored)
             advance()
 
-        if workers <= 1:
+        if workers <= 1 or len(order) == 1:
             for s in order:
                 try:
                     done(s, run_search(s, arch))
                 except UserError as exc:
                     raise _fail(s, exc) from None
             return out
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init,
-                                 initargs=(arch,)) as pool:
-            pending = {pool.submit(run_search, s): s for s in order}
-            try:
-                while pending:
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        s = pending.pop(fut)
-                        try:
-                            done(s, fut.result())
-                        except UserError as exc:
-                            raise _fail(s, exc) from None
-            finally:
-                for fut in pending:
-                    fut.cancel()
+        pool = _pool(workers)
+        pending = {pool.submit(run_search, s, arch): s for s in order}
+        try:
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    s = pending.pop(fut)
+                    try:
+                        done(s, fut.result())
+                    except UserError as exc:
+                        raise _fail(s, exc) from None
+        finally:
+            for fut in pending:
+                fut.cancel()
     return out
 
 
