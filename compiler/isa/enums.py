@@ -100,9 +100,9 @@ VEC_OP_DOC: dict[VecOp, str] = {
     VecOp.REQUANT: "ONNX Runtime's fused requantization: `f = f32(x) * f32bits(y)`, "
     "`f = min(max(f, QMIN - OUT_ZP), QMAX - OUT_ZP)`, `d = rint_half_even(f) + OUT_ZP`",
     VecOp.REQUANT_DIV: "as REQUANT but `f = f32(x) / f32bits(y)` (ONNX QuantizeLinear)",
-    VecOp.QADD: "quantized add (QLinearAdd, the MLAS SSE2 order): "
-    "`f = (QADD_OFF + f32(x) * QADD_SA) + f32(y) * QADD_SB` in fp32, "
-    "`d = min(max(rint_half_even(f), QMIN), QMAX)`",
+    VecOp.QADD: "quantized add (QLinearAdd, MLAS's AVX2 kernel): "
+    "`f = fma(f32(x), QADD_SA, fma(f32(y), QADD_SB, QADD_OFF))`, two float32 fused multiply-adds "
+    "(one rounding each), `d = min(max(rint_half_even(f), QMIN), QMAX)`",
     VecOp.LUT: "`d = LUTENTRY(x - LUT_MIN)`: entry `i` is CONST row `src1 + i // C`, lane `i % C` "
     "(int32); src1_mode must be FIXED and src1_buf CONST",
     VecOp.LSUM: "every lane of d = sum over the lanes of x (a row reduction)",
@@ -174,7 +174,7 @@ ENUM_DOC: dict[type[IntEnum], dict[IntEnum, str]] = {
           Reg.LUT_MIN: "EX: the input value of LUT entry 0",
           Reg.QADD_SA: "EX fp32: QADD ratio a_scale / c_scale",
           Reg.QADD_SB: "EX fp32: QADD ratio b_scale / c_scale",
-          Reg.QADD_OFF: "EX fp32: QADD offset c_zp - (SA * a_zp + SB * b_zp)",
+          Reg.QADD_OFF: "EX fp32: QADD offset c_zp - fma(SA, a_zp, SB * b_zp)",
           Reg.DQ_ZP: "EX: RFADD input zero point (subtracted before the float32 dequantization)",
           **{Reg(r): "scalar operand (VEC src1_mode = reg)" for r in range(16, 32)}},
 }

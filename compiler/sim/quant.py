@@ -64,13 +64,31 @@ def requantize_range(
     return (np.rint(f).astype(np.int64) + zp).astype(np.int32)
 
 
-def qadd(x: np.ndarray, y: np.ndarray, sa: float, sb: float, off: float, qmin: int, qmax: int) -> np.ndarray:
-    """QADD: ``f = (off + sa*f32(x)) + sb*f32(y)``, each operation rounded to float32 (no FMA),
-    then saturate to [qmin, qmax] and round half to even; returns int32."""
-    fa = np.asarray(x).astype(np.float32)
-    fb = np.asarray(y).astype(np.float32)
+def fma32(a, b, c) -> np.ndarray:
+    """float32 fused multiply-add ``a * b + c`` with one rounding (what ``_mm256_fmadd_ps`` gives).
+
+    The product of two float32 is exact in float64; the float64 sum ``s`` plus its TwoSum error
+    ``err`` is the exact result, and rounding ``s`` to float32 is correct unless ``s`` sits exactly
+    on a float32 midpoint, where the sign of ``err`` decides (no double rounding)."""
+    a, b, c = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b, c))
+    p = a * b
+    s = p + c
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)
     with np.errstate(over="ignore"):
-        f = (np.float32(off) + np.float32(sa) * fa) + np.float32(sb) * fb
+        r = s.astype(np.float32)
+        other = np.nextafter(r, np.where(s > r, np.float32(np.inf), np.float32(-np.inf))).astype(np.float32)
+    r64 = r.astype(np.float64)
+    tie = (r64 != s) & ((s - r64) == (other.astype(np.float64) - s)) & (err != 0)
+    return np.where(tie, np.where(err > 0, np.maximum(r, other), np.minimum(r, other)), r).astype(np.float32)
+
+
+def qadd(x: np.ndarray, y: np.ndarray, sa: float, sb: float, off: float, qmin: int, qmax: int) -> np.ndarray:
+    """QADD as MLAS's AVX2 QLinearAdd kernel (``MlasQLinearAddKernelAvx2Helper``, the one onnxruntime
+    dispatches to on AVX2 machines): ``f = fma(f32(x), sa, fma(f32(y), sb, off))``, two float32 FMAs,
+    then round half to even and saturate to [qmin, qmax]; returns int32."""
+    with np.errstate(over="ignore"):
+        f = fma32(np.asarray(x).astype(np.float32), sa, fma32(np.asarray(y).astype(np.float32), sb, off))
     f = np.clip(f, np.float32(qmin), np.float32(qmax))
     return np.rint(f).astype(np.int32)
 
