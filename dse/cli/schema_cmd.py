@@ -1,4 +1,4 @@
-"""`dse schema hw [--check FILE]`: the JSON Schema of a YAML format, or a check of one file."""
+"""`dse schema hw|study [--check FILE]`: the JSON Schema of a YAML format, or a check of one file."""
 
 from __future__ import annotations
 
@@ -31,6 +31,21 @@ def _hw_check(path: Path) -> str:
         f"OK {path}: {arch.name}, {len(arch.levels)} levels, {arch.num_pes} MACs{compilable}, "
         f"{arch.fingerprint()}"
     )
+
+
+def _study_schema() -> dict[str, Any]:
+    from dse.study.schema import StudySpec
+
+    return StudySpec.model_json_schema()
+
+
+def _study_check(path: Path) -> str:
+    from dse.study.schema import load_study
+
+    s = load_study(path)
+    return (f"OK {path}: {s.name}, {len(s.spec.workloads)} workloads, {len(s.sampled_knobs)} sampled + "
+            f"{len(s.knobs) - len(s.sampled_knobs)} derived knobs, {len(s.spec.objectives)} objectives, "
+            f"{len(s.constraints)} constraints on {s.hw_source.name}")
 
 
 def _type(prop: dict[str, Any]) -> str:
@@ -84,7 +99,7 @@ def schema_markdown(schema: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-FORMATS = {"hw": (_hw_schema, _hw_check)}
+FORMATS = {"hw": (_hw_schema, _hw_check), "study": (_study_schema, _study_check)}
 """Format name -> (JSON Schema builder, file checker)."""
 
 

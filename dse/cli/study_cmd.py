@@ -80,8 +80,11 @@ def report(
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
     hw: Annotated[Path | None, typer.Option("--hw", help="For a map result: its config, if not a shipped one.")]
     = None,
+    page: Annotated[Path | None, typer.Option("--page", help="Also the page as one PNG (its text, table and "
+                                              "plots composed with matplotlib, not a browser screenshot).")]
+    = None,
 ) -> None:
-    """A self-contained HTML report (plots embedded) plus the PNGs next to it."""
+    """A self-contained HTML report (plots embedded) plus the PNG and SVG files next to it."""
     from dse.report import write_map_report, write_report
 
     if source.is_file():
@@ -89,6 +92,10 @@ def report(
     else:
         path = write_report(source, output, storage=storage)
     typer.echo(f"wrote {path}", err=True)
+    if page is not None:
+        from dse.report.page import render_page
+
+        typer.echo(f"wrote {render_page(path, page)}", err=True)
 
 
 def register(app: typer.Typer) -> None:

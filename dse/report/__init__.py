@@ -1,5 +1,5 @@
 """Reports for power-performance reviews: ``write_report(STUDY_DIR, report.html)`` renders the
-study's figures (:mod:`dse.report.plots`) as PNG files next to the HTML and embeds them in one
+study's figures (:mod:`dse.report.plots`) as PNG and SVG files next to the HTML and embeds them in one
 self-contained page (:mod:`dse.report.html`). ``write_map_report`` does the per-layer part for one
 design from a ``dse map --json`` document.
 
@@ -20,14 +20,14 @@ SECTIONS = ("summary", "pareto", "ppa", "energy", "latency", "roofline", "utiliz
 MAP_SECTIONS = ("summary", "energy", "latency", "roofline", "utilization", "area")
 
 
-def _png(fig: object) -> bytes:
+def _save(fig: object, fmt: str) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")  # type: ignore[attr-defined]
+    fig.savefig(buf, format=fmt, **({"metadata": {"Date": None}} if fmt == "svg" else {}))  # type: ignore[attr-defined]
     return buf.getvalue()
 
 
 def write_report(study_dir: str | Path, output: str | Path, *, storage: str | None = None) -> Path:
-    """Write ``output`` (HTML) and ``<output stem>_files/*.png`` for a sweep's folder."""
+    """Write ``output`` (HTML) and ``<output stem>_files/*.png, *.svg`` for a sweep's folder."""
     from costmodel.area import area_breakdown
     from costmodel.errors import UserError
     from dse.report import plots
@@ -88,15 +88,17 @@ def files_dir(output: Path) -> Path:
 
 
 def _render(name: str, draw: Callable[[], Any], folder: Path) -> bytes:
-    """Draw a figure in the default style, save it as ``folder/name.png``, return the PNG bytes."""
+    """Draw a figure in the default style, save it as ``folder/name.png`` and ``.svg``, return the PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     with plt.style.context("default"):
-        data = _png(draw())
+        fig = draw()
+        data, svg = _save(fig, "png"), _save(fig, "svg")
     _atomic_bytes(folder / f"{name}.png", data)
+    _atomic_bytes(folder / f"{name}.svg", svg)
     return data
 
 

@@ -2,7 +2,7 @@
 
 Columns: ``trial``, ``state``, ``feasible``, ``invalid`` (reason, for pruned designs), every knob
 (derived ones included), every metric, and ``violation:<constraint>``. ``write_tables`` writes
-``trials.csv`` and, when pyarrow is installed, ``trials.parquet`` (atomically).
+``trials.csv`` and ``trials.parquet`` (pyarrow; atomically: never a partial file).
 """
 
 from __future__ import annotations
@@ -67,19 +67,20 @@ def _atomic(path: Path, write: object) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def parquet_available() -> bool:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _parquet_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """Parquet columns have one type: a knob whose choices mix numbers and text is written as text."""
+    import pandas as pd
+
+    out = table.copy()
+    for c in table.columns:
+        if table[c].dtype == object and len({type(v) for v in table[c] if not pd.isna(v)}) > 1:
+            out[c] = table[c].map(lambda v: None if pd.isna(v) else str(v))
+    return out
 
 
 def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
-    """``trials.csv`` always; ``trials.parquet`` if pyarrow is installed. Returns the files written."""
-    written = [out / "trials.csv"]
-    _atomic(written[0], lambda p: table.to_csv(p, index=False))
-    if parquet_available():
-        written.append(out / "trials.parquet")
-        _atomic(written[1], lambda p: table.to_parquet(p, index=False))
-    return written
+    """``trials.csv`` and ``trials.parquet`` in ``out``; returns the files written."""
+    csv, parquet = out / "trials.csv", out / "trials.parquet"
+    _atomic(csv, lambda p: table.to_csv(p, index=False))
+    _atomic(parquet, lambda p: _parquet_safe(table).to_parquet(p, index=False, engine="pyarrow"))
+    return [csv, parquet]

@@ -32,7 +32,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("report")
     run_study(small_study(tmp, sampler="random", trials=8))
     out = tmp / "rep" / "report.html"
-    r = CliRunner().invoke(study_app(), ["report", str(tmp / "out"), "-o", str(out)])
+    r = CliRunner().invoke(study_app(), ["report", str(tmp / "out"), "-o", str(out), "--page",
+                                         str(tmp / "rep" / "page.png")])
     assert r.exit_code == 0, r.output
     return out
 
@@ -52,6 +53,32 @@ def test_every_section_and_image(report: Path) -> None:
     assert "src=\"http" not in html and "<script" not in html  # self-contained
     ppa = re.search(r'<section id="ppa">(.*?)</section>', html, re.DOTALL).group(1)
     assert "<table" in ppa and "area_mm2" in ppa and "rows" in ppa
+
+
+def test_svg_next_to_each_png(report: Path) -> None:
+    """Every plot also as SVG: an <svg> document of the same 8 x 4.5 in (576 x 324 pt)."""
+    import xml.etree.ElementTree as ET
+
+    for name in PLOTS:
+        root = ET.parse(report.parent / "report_files" / f"{name}.svg").getroot()
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+        assert (root.get("width"), root.get("height")) == (f"{SIZE[0] * 72:g}pt", f"{SIZE[1] * 72:g}pt")
+
+
+def test_page_png_holds_every_section(report: Path) -> None:
+    """--page: one PNG, two plots wide; its parser finds every section and exactly the report's images."""
+    from dse.report.page import DPI as PAGE_DPI
+    from dse.report.page import WIDTH_IN, parse_report
+
+    width, height = _png_size((report.parent / "page.png").read_bytes())
+    assert width == WIDTH_IN * PAGE_DPI and height > 4 * SIZE[1] * DPI  # 7 plots: 4 rows of 450 px at least
+    title, sections = parse_report(report.read_text())
+    assert title.startswith("Study report: ") and tuple(s.id for s in sections) == SECTIONS
+    for s in sections:
+        want = report.parent / "report_files" / f"{s.id}.png"
+        assert (s.png == want.read_bytes()) if s.id in PLOTS else s.png is None
+    ppa = next(s for s in sections if s.id == "ppa").table
+    assert "rows" in ppa[0] and len(ppa) >= 2
 
 
 def test_main_effects_hand_worked() -> None:

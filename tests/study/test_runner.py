@@ -7,6 +7,7 @@ import itertools
 from pathlib import Path
 
 import numpy as np
+import optuna
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,7 @@ from typer.testing import CliRunner
 from costmodel.errors import UserError
 from dse.study.design import evaluate_design, load_layers
 from dse.study.pareto import pareto_mask
-from dse.study.results import pareto_table, parquet_available, trials_table, write_tables
+from dse.study.results import pareto_table, trials_table, write_tables
 from dse.study.runner import run_study
 from dse.study.schema import load_study
 from tests.study.helpers import small_study, study_app
@@ -71,13 +72,26 @@ def test_constraints_mark_infeasible(tmp_path: Path) -> None:
 
 
 def test_tables_round_trip(grid_run, tmp_path: Path) -> None:
+    """trials.csv and trials.parquet hold the same table; pandas reads both back."""
     _, table = grid_run
     files = write_tables(table, tmp_path)
+    assert files == [tmp_path / "trials.csv", tmp_path / "trials.parquet"]
     back = pd.read_csv(tmp_path / "trials.csv")
     assert len(back) == 12 and {"rows", "cols", "glb", "pes", "energy_pj", "area_mm2", "feasible"} <= set(back)
     np.testing.assert_allclose(back["energy_pj"], table["energy_pj"])
-    assert ((tmp_path / "trials.parquet") in files) == parquet_available()
+    pq = pd.read_parquet(tmp_path / "trials.parquet")
+    assert list(pq.columns) == list(table.columns)
+    pd.testing.assert_frame_equal(pq, table, check_dtype=False)
+    assert pq["feasible"].dtype == bool and pq["rows"].dtype.kind == "i"
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_parquet_mixed_choices_as_text(tmp_path: Path) -> None:
+    """A knob whose choices mix numbers and text cannot be one Parquet type: it is written as text."""
+    table = pd.DataFrame({"trial": [0, 1], "mode": [4, "auto"], "energy_pj": [1.0, 2.0]})
+    write_tables(table, tmp_path)
+    assert pd.read_parquet(tmp_path / "trials.parquet")["mode"].tolist() == ["4", "auto"]
+    assert pd.read_csv(tmp_path / "trials.csv")["mode"].tolist() == ["4", "auto"]
 
 
 def test_invalid_design_is_pruned_with_reason(tmp_path: Path) -> None:
@@ -147,3 +161,18 @@ def test_revisited_designs_reuse_results(tmp_path: Path) -> None:
     for _, g in table.groupby("glb"):
         assert g["energy_pj"].nunique() == 1
     assert len(pareto_table(res.study, table)) <= 2
+
+
+def test_journal_opens_for_optuna_dashboard(grid_run) -> None:
+    """`optuna-dashboard DIR/study.journal` (docs/studies.md): the journal loads with optuna.load_study
+    and with the dashboard's own storage guess for a file path, and shows every trial."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    res, _ = grid_run
+    path = res.out / "study.journal"
+    st = optuna.load_study(study_name=res.study.name, storage=JournalStorage(JournalFileBackend(str(path))))
+    assert len(st.get_trials()) == 12 and st.user_attrs == res.optuna_study.user_attrs
+    dashboard = pytest.importorskip("optuna_dashboard._storage_url")
+    names = [s.study_name for s in optuna.get_all_study_summaries(dashboard.get_storage(str(path)))]
+    assert names == [res.study.name]

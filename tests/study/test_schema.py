@@ -169,3 +169,43 @@ def test_presets_set_several_fields(tmp_path: Path) -> None:
     assert fast.clock_hz == 1e9 and fast.dram_type == "LPDDR5"
     bad = text.replace("technology.dram", "technology.dramm")
     assert "s.yaml:9: knobs.flavour.presets.fast: technology.dramm: unknown field 'dramm'" in _error(tmp_path, bad)
+
+
+def test_schema_study_cli(tmp_path: Path) -> None:
+    """`dse schema study` prints the JSON Schema of exactly the fields the loader accepts; --check
+    says OK for every shipped study and gives the loader's file:line error (exit 2) for a bad one."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dse.cli import app
+    from dse.study.schema import StudySpec
+
+    r = CliRunner().invoke(app, ["schema", "study"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert set(doc["properties"]) == set(StudySpec.model_fields)
+    assert set(doc["required"]) == {"name", "hardware", "workloads", "objectives"}
+    assert doc["additionalProperties"] is False  # an unknown field is an error, as in load_study
+    sampler = doc["$defs"]["SamplerSpec"]["properties"]["kind"]
+    assert sampler["enum"] == ["grid", "random", "tpe", "nsga2"]
+    assert set(doc["$defs"]["KnobSpec"]["properties"]) >= {"path", "choices", "low", "high", "expr", "presets"}
+    repo = Path(__file__).resolve().parents[2]
+    for f in sorted((repo / "studies").glob("*.yaml")):
+        r = CliRunner().invoke(app, ["schema", "study", "--check", str(f)])
+        assert r.exit_code == 0 and r.stdout.startswith(f"OK {f}: {f.stem},"), r.output
+    bad = _write(tmp_path, GOOD.replace("{metric: energy_pj}", "{metric: joules}"))
+    r = CliRunner().invoke(app, ["schema", "study", "--check", str(bad)])
+    assert isinstance(r.exception, UserError)  # the CLI's entry point prints it as one line, exit 2
+    assert "s.yaml:11: objectives[0].metric: 'joules' is not a metric" in str(r.exception)
+
+
+def test_sweep_flags_are_checked(tmp_path: Path) -> None:
+    """--workers must be >= 1 (typer's usage error, exit 2)."""
+    from typer.testing import CliRunner
+
+    from dse.cli import app
+
+    r = CliRunner().invoke(app, ["sweep", str(small_study(tmp_path)), "--workers", "0"])
+    assert r.exit_code == 2 and "--workers" in r.output
+    assert not (tmp_path / "out").exists()
