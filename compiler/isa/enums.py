@@ -82,9 +82,11 @@ class VecOp(IntEnum):
     RFADD = 18
     FDIV = 19
     FQUANT = 20
+    RBLEND = 21
+    FREQUANT = 22
 
 
-REDUCE_OPS = frozenset({VecOp.RADD, VecOp.RMAX, VecOp.RMIN, VecOp.RMAC, VecOp.RFADD})
+REDUCE_OPS = frozenset({VecOp.RADD, VecOp.RMAX, VecOp.RMIN, VecOp.RMAC, VecOp.RFADD, VecOp.RBLEND})
 """Ops that reduce over the (L1, L0) taps into one destination element; all others are maps
 (one result per (my, mx); they require L0 = L1 = 1)."""
 
@@ -117,6 +119,13 @@ VEC_OP_DOC: dict[VecOp, str] = {
     VecOp.FDIV: "`d = bits(f32bits(x) / f32bits(y))` (float32 divide; x and d are 32-bit lanes)",
     VecOp.FQUANT: "quantize a float32 lane as QLinearAveragePool does: `f = f32bits(x) / f32bits(y) + "
     "f32(OUT_ZP)` (two float32 roundings), `d = min(max(rint_half_even(f), QMIN), QMAX)`",
+    VecOp.RBLEND: "float32 separable-weight blend of dequantized taps (onnxruntime's bilinear Resize between "
+    "DequantizeLinear and QuantizeLinear): `f = 0.0 if init else f32bits(d)`; for each tap (l1, l0) in order: "
+    "`c = f32bits(y[l0]) * f32bits(BL_WY{l1})`, `f = f + c * (f32(x_t - DQ_ZP) * DQ_SCALE)` (every operation "
+    "rounded to float32); `d = bits(f)`. y is the src1 row (ROW or FIXED, ACC or CONST): lane l0 holds the "
+    "weight of inner tap l0; L1 <= 2; d is a 32-bit lane",
+    VecOp.FREQUANT: "QuantizeLinear of float32 lanes (MLAS): `f = f32bits(x) / f32bits(y)`, "
+    "`f = min(max(f, QMIN - OUT_ZP), QMAX - OUT_ZP)`, `d = rint_half_even(f) + OUT_ZP`",
 }
 
 
@@ -135,6 +144,9 @@ class Reg(IntEnum):
     QADD_SB = 9
     QADD_OFF = 10
     DQ_ZP = 11
+    DQ_SCALE = 12
+    BL_WY0 = 13
+    BL_WY1 = 14
     S0 = 16
     S1 = 17
     S2 = 18
@@ -175,12 +187,15 @@ ENUM_DOC: dict[type[IntEnum], dict[IntEnum, str]] = {
           Reg.QADD_SA: "EX fp32: QADD ratio a_scale / c_scale",
           Reg.QADD_SB: "EX fp32: QADD ratio b_scale / c_scale",
           Reg.QADD_OFF: "EX fp32: QADD offset c_zp - fma(SA, a_zp, SB * b_zp)",
-          Reg.DQ_ZP: "EX: RFADD input zero point (subtracted before the float32 dequantization)",
+          Reg.DQ_ZP: "EX: RFADD/RBLEND input zero point (subtracted before the float32 dequantization)",
+          Reg.DQ_SCALE: "EX fp32: RBLEND input scale (the float32 dequantization)",
+          Reg.BL_WY0: "EX fp32: RBLEND weight of outer tap l1 = 0",
+          Reg.BL_WY1: "EX fp32: RBLEND weight of outer tap l1 = 1",
           **{Reg(r): "scalar operand (VEC src1_mode = reg)" for r in range(16, 32)}},
 }
 """Meaning of every enum value, for docs/isa.md (VecOp: VEC_OP_DOC)."""
 
-FP32_REGS = frozenset({Reg.QADD_SA, Reg.QADD_SB, Reg.QADD_OFF})
+FP32_REGS = frozenset({Reg.QADD_SA, Reg.QADD_SB, Reg.QADD_OFF, Reg.DQ_SCALE, Reg.BL_WY0, Reg.BL_WY1})
 """Registers whose value is fp32 bits (the assembler reads and prints them as floats)."""
 
 REG_RESET: dict[Reg, int] = {Reg.QMIN: -128, Reg.QMAX: 127, Reg.CLAMP_LO: -(2**31), Reg.CLAMP_HI: 2**31 - 1,

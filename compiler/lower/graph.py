@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.isa.program import IOTensor
-from compiler.lower import const_matmul, conv, layout_ops, vector
+from compiler.lower import const_matmul, conv, layout_ops, resize_linear, vector
 from compiler.lower.emitter import Act, Emitter, act_bytes
 from costmodel.errors import UserError
 
@@ -136,7 +136,8 @@ class GraphLowering:
             a.name = src
             self.io.append(IOTensor(src, "input", a.dtype, shape, a.layout + str(self.em.L), a.addr, a.scale,
                                     a.zero_point))
-        elif self.producer.get(src) is None or self.producer[src].op_type not in ("ReduceMean", "DequantizeLinear"):
+        elif self.producer.get(src) is None or self.producer[src].op_type not in ("ReduceMean", "DequantizeLinear",
+                                                                                   "Resize"):
             p = self.producer.get(src)
             what = f"the output of node {p.name} ({p.op_type})" if p is not None else repr(src)
             raise UserError(f"node {node.name} (QuantizeLinear) quantizes {what}, which onnxruntime computes in "
@@ -159,7 +160,7 @@ class GraphLowering:
                 self._layer(q)
                 vector.lower_lut(self.em, self.em.node, x, out, vector.lut_table(x, out, lambda v: v))
             return
-        if not all(u.op_type == "ReduceMean" for u in users):
+        if not all(u.op_type in ("ReduceMean", "Resize") for u in users):  # lowered by their handlers
             raise UserError(f"node {users[0].name} ({users[0].op_type}): onnxruntime runs this op in float "
                             "(DequantizeLinear -> op -> QuantizeLinear); the target has no float unit")
 
@@ -255,8 +256,11 @@ class GraphLowering:
         vector.lower_lut(self.em, self.em.node, x, y, table)
 
     def resize(self, node) -> None:
-        x = self.act(node, 0)
         at = self.attrs(node)
+        if at.get("mode", b"nearest") in (b"linear", "linear"):
+            self._resize_linear(node, at)
+            return
+        x = self.act(node, 0)
         conv_ = (at.get("mode", b"nearest"), at.get("coordinate_transformation_mode", b"half_pixel"),
                  at.get("nearest_mode", b"round_prefer_floor"))
         conv_ = tuple(v.decode() if isinstance(v, bytes) else v for v in conv_)
@@ -279,6 +283,33 @@ class GraphLowering:
             layout_ops.lower_resize_nearest(self.em, self.em.node, x, y, int(f))
         else:
             layout_ops.lower_resize_gather(self.em, self.em.node, x, y, (scales[2], scales[3]))
+
+    def _resize_linear(self, node, at: dict) -> None:
+        """DequantizeLinear -> Resize(linear) -> QuantizeLinear, which onnxruntime runs in float."""
+        dq = self.producer.get(node.input[0])
+        users = self.consumers.get(node.output[0], [])
+        if dq is None or dq.op_type != "DequantizeLinear" or len(users) != 1 or users[0].op_type != "QuantizeLinear":
+            raise UserError(f"node {node.name} (Resize linear): only DequantizeLinear -> Resize -> QuantizeLinear "
+                            "(onnxruntime's float path) is lowered")
+        src = self.act(dq, 0)
+        x = Act(src.name, src.shape, src.addr, float(self.c(dq, 1, "scale")), int(self.c(dq, 2, "zero point")),
+                src.dtype)
+        mode = at.get("coordinate_transformation_mode", b"half_pixel")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if len(x.shape) != 4 or at.get("antialias", 0) or at.get("exclude_outside", 0):
+            raise UserError(f"node {node.name} (Resize linear): only 4-D inputs without antialias are lowered")
+        if len(node.input) > 3 and node.input[3]:
+            sizes = [int(v) for v in self.c(node, 3, "sizes")]
+            scales = [float(np.float32(o) / np.float32(i)) for o, i in zip(sizes, x.shape, strict=True)]
+        else:
+            scales = [float(v) for v in self.c(node, 2, "scales")]
+            sizes = [int(np.float32(sc) * d) for sc, d in zip(scales, x.shape, strict=True)]
+        if sizes[:2] != list(x.shape[:2]):
+            raise UserError(f"node {node.name} (Resize linear): resizing N or C is not lowered")
+        q = users[0]
+        y = self.out(q, (1, x.shape[1], sizes[2], sizes[3]), self.c(q, 1, "scale"), self.c(q, 2, "zero point"))
+        self._layer(node)
+        resize_linear.lower_resize_bilinear(self.em, self.em.node, x, y, (scales[2], scales[3]), mode)
 
     def concat(self, node) -> None:
         if int(self.attrs(node).get("axis", 1)) != 1:

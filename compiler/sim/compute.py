@@ -19,10 +19,11 @@ from compiler.sim.state import MachineState, SimError
 
 NO_Y = frozenset({VecOp.MOV, VecOp.CLAMP, VecOp.LSUM, VecOp.LMAX, VecOp.RADD, VecOp.RMAX, VecOp.RMIN})
 """VEC ops that do not read src1 (LUT reads it as a table, see _lut)."""
-_F32_Y = frozenset({VecOp.REQUANT, VecOp.REQUANT_DIV, VecOp.RFADD, VecOp.FDIV, VecOp.FQUANT})
-_F32_X = frozenset({VecOp.FDIV, VecOp.FQUANT})
+_F32_Y = frozenset({VecOp.REQUANT, VecOp.REQUANT_DIV, VecOp.RFADD, VecOp.FDIV, VecOp.FQUANT, VecOp.RBLEND,
+                    VecOp.FREQUANT})
+_F32_X = frozenset({VecOp.FDIV, VecOp.FQUANT, VecOp.FREQUANT})
 """Ops whose x is float32 bits (src0 must have 32-bit lanes)."""
-_F32_D = frozenset({VecOp.RFADD, VecOp.FDIV})
+_F32_D = frozenset({VecOp.RFADD, VecOp.FDIV, VecOp.RBLEND})
 """Ops whose result is float32 bits (the destination must have 32-bit lanes)."""
 _REGS = frozenset(int(r) for r in Reg)
 
@@ -111,6 +112,8 @@ def vec(state: MachineState, insn: Vec, where: str, compute: bool) -> list:
         raise SimError(f"{where}: {op.name} is a map; it needs l0 = l1 = 1, got {insn.l0} x {insn.l1}")
     if op == VecOp.LUT and (insn.src1_mode != Src1Mode.FIXED or insn.src1_buf != Buffer.CONST):
         raise SimError(f"{where}: LUT needs src1_mode FIXED and src1_buf CONST (the table's first row)")
+    if op == VecOp.RBLEND and (insn.l1 > 2 or insn.l0 > t.lanes or insn.src1_mode not in (Src1Mode.ROW, Src1Mode.FIXED)):
+        raise SimError(f"{where}: RBLEND needs l1 <= 2, l0 <= {t.lanes} and src1_mode ROW or FIXED")
     if op in _F32_X and insn.src0_buf == Buffer.SPAD:
         raise SimError(f"{where}: {op.name} reads float32 bits; src0 must be ACC or CONST, not SPAD")
     if op in _F32_D and insn.dst_buf == Buffer.SPAD:
@@ -137,7 +140,7 @@ def vec(state: MachineState, insn: Vec, where: str, compute: bool) -> list:
             result, rows = _lut(state, insn, x[0], where)
             out.append(BufAccess(Buffer.CONST, rows, write=False))
         else:
-            result = _apply(state, op, x, y, old, where)
+            result = _apply(state, op, x, y, old, where, insn.l0)
         dbuf[dst_rows] = kernels.to_lanes(result, dbuf.dtype, insn.u8)
     elif op == VecOp.LUT:  # timing-only: the table rows read depend on data; assume the whole table
         out.append(BufAccess(Buffer.CONST, slice(insn.src1, t.const_rows), write=False))
@@ -157,13 +160,17 @@ def _lut(state: MachineState, insn: Vec, x: np.ndarray, where: str) -> tuple[np.
     return kernels.lut(x, table, lut_min), insn.src1 + np.unique(idx // lanes)
 
 
-def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str) -> np.ndarray:
+def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str, l0: int = 1) -> np.ndarray:
     """The exact result of a VEC op (int64 or int32), before conversion to the destination lanes."""
     reg = lambda r: state.reg(Engine.EX, int(r))
     if op == VecOp.RFADD:
         if not np.isfinite(y).all():
             raise SimError(f"{where}: RFADD scale is not a finite float32")
         return kernels.fp32_tap_sum(x, np.broadcast_to(y, x.shape), reg(Reg.DQ_ZP), old)
+    if op == VecOp.RBLEND:
+        wx = np.broadcast_to(y[0], x.shape[1:])[:, :l0]  # [M, L0]: lane l0 of each element's src1 row
+        wy = [state.reg_f32(Engine.EX, int(r)) for r in (Reg.BL_WY0, Reg.BL_WY1)]
+        return kernels.fp32_blend(x, wx, wy, reg(Reg.DQ_ZP), state.reg_f32(Engine.EX, int(Reg.DQ_SCALE)), old)
     if op in REDUCE_OPS:
         yy = None if y is None else np.broadcast_to(y, x.shape)
         return kernels.reduce_taps(op.name, x, yy, old)
@@ -205,6 +212,13 @@ def _apply(state: MachineState, op: VecOp, x: np.ndarray, y, old, where: str) ->
         if np.isnan(f).any():
             raise SimError(f"{where}: FQUANT of NaN (x or the scale is not a number)")
         return np.clip(np.rint(f), reg(Reg.QMIN), reg(Reg.QMAX)).astype(np.int64)
+    if op == VecOp.FREQUANT:
+        if not np.isfinite(y0).all() or (np.asarray(y0) == 0).any():
+            raise SimError(f"{where}: FREQUANT scale is not a finite non-zero float32")
+        fx = kernels.f32_bits(x0)
+        if np.isnan(fx).any():
+            raise SimError(f"{where}: FREQUANT of NaN")
+        return quant.requantize_range(fx, y0, reg(Reg.OUT_ZP), reg(Reg.QMIN), reg(Reg.QMAX), divide=True)
     if op == VecOp.QADD:
         f = lambda r: state.reg_f32(Engine.EX, int(r))
         return quant.qadd(x0, y0, f(Reg.QADD_SA), f(Reg.QADD_SB), f(Reg.QADD_OFF), reg(Reg.QMIN), reg(Reg.QMAX))

@@ -112,6 +112,19 @@ def fp32_tap_sum(x: np.ndarray, y: np.ndarray, zp: int, old: np.ndarray | None) 
     return bits_f32(f)
 
 
+def fp32_blend(x: np.ndarray, wx: np.ndarray, wy: list, zp: int, scale, old: np.ndarray | None) -> np.ndarray:
+    """RBLEND over taps [T, M, L], T = L1 * L0: tap (l1, l0) adds ``(wx[m, l0] * wy[l1]) * (f32(x - zp) *
+    scale)`` to a float32 sum, in tap order, every operation rounded to float32. Returns the bits."""
+    l0 = wx.shape[1]
+    f = np.zeros(x.shape[1:], np.float32) if old is None else f32_bits(old)
+    wx = np.asarray(wx, np.float32)
+    for t in range(x.shape[0]):
+        c = (wx[:, t % l0] * np.float32(wy[t // l0])).astype(np.float32)[:, None]
+        deq = ((x[t].astype(np.int64) - zp).astype(np.float32) * np.float32(scale)).astype(np.float32)
+        f = (f + (c * deq).astype(np.float32)).astype(np.float32)
+    return bits_f32(f)
+
+
 def lane_sum(x: np.ndarray) -> np.ndarray:
     """LSUM: every lane gets the sum over the row's lanes (x: [..., L], exact int64)."""
     return np.broadcast_to(x.sum(axis=-1, keepdims=True, dtype=np.int64), x.shape)
