@@ -101,7 +101,7 @@ class GraphLowering:
             "QGemm": self.qgemm, "QLinearMatMul": self.qmatmul, "QLinearAdd": self.qadd,
             "MaxPool": self.maxpool, "QLinearAveragePool": self.avgpool,
             "QLinearGlobalAveragePool": self.gap, "ReduceMean": self.reduce_mean,
-            "QLinearLeakyRelu": self.leaky_relu, "Resize": self.resize, "QLinearConcat": self.concat,
+            "QLinearLeakyRelu": self.leaky_relu, "QLinearSigmoid": self.sigmoid, "Resize": self.resize, "QLinearConcat": self.concat,
             "Reshape": self.reshape, "Flatten": self.reshape, "Squeeze": self.reshape, "Unsqueeze": self.reshape,
         }
         for node in self.model.graph.node:
@@ -254,6 +254,29 @@ class GraphLowering:
         self._layer(node)
         table = vector.lut_table(x, y, lambda v: np.where(v >= 0, v, (alpha * v).astype(np.float32)))
         vector.lower_lut(self.em, self.em.node, x, y, table)
+
+    def sigmoid(self, node) -> None:
+        """QLinearSigmoid: onnxruntime builds a 256-entry table with MLAS's vectorized logistic and looks
+        every element up in it (``QLinearLookupBase``); the table is read from that kernel itself by
+        running the node on the 256 codes, then lowered as VEC LUT (exact by construction)."""
+        x = self.act(node, 0)
+        y = self.out(node, x.shape, self.c(node, 3, "Y scale"), self.c(node, 4, "Y zero point"))
+        self._layer(node)
+        vector.lower_lut(self.em, self.em.node, x, y, self._ort_table(node))
+
+    def _ort_table(self, node) -> np.ndarray:
+        """Run ``node`` alone in onnxruntime on a [1, 256] uint8 tensor of every code; its output codes."""
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+
+        ins = ["codes"] + list(node.input[1:])
+        one = helper.make_node(node.op_type, ins, ["table"], domain=node.domain, **self.attrs(node))
+        inits = [numpy_helper.from_array(self.consts[i], i) for i in node.input[1:] if i]
+        g = helper.make_graph([one], "table", [helper.make_tensor_value_info("codes", TensorProto.UINT8, [1, 256])],
+                              [helper.make_tensor_value_info("table", TensorProto.UINT8, [1, 256])], inits)
+        model = helper.make_model(g, opset_imports=list(self.model.opset_import), ir_version=self.model.ir_version)
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return sess.run(None, {"codes": np.arange(256, dtype=np.uint8)[None]})[0][0].astype(np.int32)
 
     def resize(self, node) -> None:
         at = self.attrs(node)

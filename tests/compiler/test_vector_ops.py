@@ -201,3 +201,35 @@ def test_dequantize_quantize_pair_is_a_lut(tmp_path):
     x = {"x": (np.arange(60, dtype=np.uint8) * 4).reshape(1, 5, 4, 3)}
     result = simulate(program, x)
     assert [c.max_lsb_ort for c in check_outputs(program, result.outputs, x, tmp_path / "m.onnx")] == [0, 0]
+
+
+@SETTINGS
+@given(c=st.integers(1, 40), h=st.integers(1, 12), w=st.integers(1, 12), seed=st.integers(0, 1000))
+def test_sigmoid_lut_bit_exact(c, h, w, seed):
+    """QLinearSigmoid: the table is read from onnxruntime's kernel on the 256 codes; the binary's
+    output is then compared with onnxruntime on random data of random shapes (a different tensor
+    than the one the table came from)."""
+    from onnx import helper
+
+    wt = np.random.default_rng(seed).standard_normal((c, c, 1, 1)).astype(np.float32)
+    m = graphs.model([helper.make_node("Conv", ["x", "w"], ["p"], kernel_shape=[1, 1]),
+                      helper.make_node("Sigmoid", ["p"], ["y"])], {"x": [1, c, h, w]}, "y", {"w": wt})
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (_, _, _, qdq) = graphs.lsb_vs_ort(m, Path(tmp), seed)
+        assert "QLinearSigmoid" in {n.op_type for n in fused_model(qdq).graph.node}
+    assert lsb == 0
+
+
+def test_hardswish_names_the_missing_op(tmp_path):
+    """HardSwish is quantized by onnxruntime as a float HardSigmoid and a QLinearMul: not lowered;
+    the error names the node and what onnxruntime runs in float."""
+    import pytest
+    from onnx import helper
+
+    from costmodel.errors import UserError
+
+    wt = np.random.default_rng(0).standard_normal((8, 8, 1, 1)).astype(np.float32)
+    m = graphs.model([helper.make_node("Conv", ["x", "w"], ["p"], kernel_shape=[1, 1]),
+                      helper.make_node("HardSwish", ["p"], ["y"])], {"x": [1, 8, 4, 4]}, "y", {"w": wt})
+    with pytest.raises(UserError, match=r"\(HardSigmoid\): onnxruntime runs this op in float"):
+        graphs.run(m, tmp_path, 0)
