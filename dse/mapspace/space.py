@@ -166,7 +166,8 @@ class Mapspace:
         prod = np.ones((1, len(caps)), dtype=np.int64)
         for t in self.tables:
             g = len(t.group_spatial)
-            new_prod = (prod[:, None, :] * t.group_spatial[None, :, :]).reshape(-1, len(caps))
+            # explicit row count: with no fan-outs (every fan-out 1) the arrays have 0 columns and -1 is ambiguous
+            new_prod = (prod[:, None, :] * t.group_spatial[None, :, :]).reshape(len(prod) * g, len(caps))
             ok = (new_prod <= caps).all(axis=1)
             idx = np.nonzero(ok)[0]
             combos = np.concatenate([combos[idx // g], (idx % g)[:, None]], axis=1)

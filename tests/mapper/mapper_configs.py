@@ -38,3 +38,14 @@ def three_level():
             _level("rf", "regfile", ["W", "O"], capacity=4),
         ],
     })
+
+
+def scalar():
+    """DRAM -> one PE with an 8-word register file: every fan-out is 1 (no spatial array)."""
+    return architecture_from_dict({
+        "name": "scalar", "clock": "500 MHz", "technology": {"node_nm": 45}, "mac": {"datatype": "int8"},
+        "levels": [
+            _level("DRAM", "dram", ["I", "W", "O"], read_bw=2, write_bw=2),
+            _level("rf", "regfile", ["I", "W", "O"], capacity=8, double_buffered=False),
+        ],
+    })

@@ -1,0 +1,138 @@
+"""Mapper quality: the exhaustive mapper's proven optimum against the fast mapper, on every config.
+
+For each layer of the quality set (``QUALITY_LAYERS`` of bench_mapper.py: 30 small-to-medium
+layers -- conv 1x1/3x3/5x5/7x7, strided, dilated, grouped, depthwise, 1-D, matmul, attention QK^T /
+PV, fully connected) and each config, it runs the fast mapper (``map_layer(mapper="fast")``, default
+budget, seed 0) and then the exhaustive mapper seeded with the fast result as its incumbent, with a
+per-layer time limit. A layer whose exhaustive search finished is *proven*: its optimum is the
+mapspace's. It prints one line per (layer, config), then per config: layers proven, exhaustive
+seconds (total and max), the fast mapper's EDP gap to the optimum (geometric mean and worst, over
+the proven layers), and an overall line.
+
+    python benchmarks/bench_mapper_quality.py [--configs tpu_like ...] [--layers pw_16_16_8 ...]
+        [--limit 60] [--optima optima.json] [--quiet]
+
+``--optima FILE`` caches proven optima (keyed by layer, config fingerprint and objective), so that
+re-runs that only change the fast mapper skip the exhaustive searches; a cached entry is used only
+if it came from a complete search. The cache is written atomically after every new proof.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_mapper import QUALITY_LAYERS
+
+from costmodel.arch import HWCONFIGS, load_architecture
+from costmodel.atomic import atomic_write_text
+from costmodel.errors import UserError
+from dse.mappers import map_layer
+from dse.mappers.exhaustive import exhaustive_map
+from dse.mapspace import Mapspace
+
+
+def _load(path: Path | None) -> dict:
+    if path is None or not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def _score(res) -> float:
+    """The objective's (log-domain) score of a result."""
+    return float(res.objective.score(res.metrics["energy_pj"], res.metrics["latency_cycles"]))
+
+
+def _geo(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def run(configs: list[str], layers: list[str], limit: float, objective: str, optima_path: Path | None,
+        quiet: bool) -> None:
+    optima = _load(optima_path)
+    overall_gaps: list[float] = []
+    overall = {"proven": 0, "total": 0, "seconds": 0.0}
+    summary = []
+    if not quiet:
+        print(f"{'layer':<20} {'config':<22} {'fast/opt':>9} {'exh s':>7} {'exh evals':>10} {'fast s':>7} proven")
+    for cfg in configs:
+        arch = load_architecture(cfg)
+        gaps: list[float] = []
+        proven = 0
+        ex_secs: list[float] = []
+        for name in layers:
+            p = QUALITY_LAYERS[name]
+            key = f"{name}|{p.describe()}|{arch.fingerprint()}|{objective}"
+            try:
+                fast = map_layer(p, arch, objective, mapper="fast")
+            except UserError as exc:
+                print(f"{name:<20} {cfg:<22} no mapping: {exc}", flush=True)
+                continue
+            cached = optima.get(key)
+            if cached is not None:
+                opt, secs, evals, done = cached["score"], cached["seconds"], cached["evaluations"], True
+            else:
+                ex = exhaustive_map(p, arch, objective, mapspace=Mapspace(p, arch), incumbent=fast,
+                                    time_limit_s=limit)
+                done = bool(ex.stats.get("complete", 0))
+                opt = _score(ex)
+                secs, evals = ex.search_seconds, ex.mappings_evaluated
+                if done and optima_path is not None:
+                    optima[key] = {"score": opt, "seconds": secs, "evaluations": evals}
+                    atomic_write_text(optima_path, json.dumps(optima, indent=1, sort_keys=True))
+            ratio = math.exp(_score(fast) - opt)  # scores are logs: for EDP this is the EDP ratio
+            ex_secs.append(secs)
+            if done:
+                proven += 1
+                gaps.append(ratio)
+            if not quiet:
+                print(f"{name:<20} {cfg:<22} {ratio:>9.4f} {secs:>7.1f} {evals:>10} {fast.search_seconds:>7.2f} "
+                      f"{'yes' if done else 'NOT PROVEN (limit)'}", flush=True)
+        line = (f"== {cfg}: {proven}/{len(layers)} proven; exhaustive {sum(ex_secs):.1f} s total, "
+                f"max {max(ex_secs, default=0):.1f} s; fast EDP gap vs optimum: geomean "
+                f"{(_geo(gaps) - 1) * 100:+.3f} %, worst {(max(gaps, default=math.nan) - 1) * 100:+.3f} %")
+        print(line, flush=True)
+        summary.append(line)
+        overall_gaps += gaps
+        overall["proven"] += proven
+        overall["total"] += len(layers)
+        overall["seconds"] += sum(ex_secs)
+    print("\n".join(summary))
+    print(f"== overall: {overall['proven']}/{overall['total']} (layer, config) pairs proven; exhaustive "
+          f"{overall['seconds']:.1f} s; fast EDP gap geomean {(_geo(overall_gaps) - 1) * 100:+.3f} %, worst "
+          f"{(max(overall_gaps, default=math.nan) - 1) * 100:+.3f} %", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", nargs="*", default=None, help="default: every shipped config")
+    ap.add_argument("--layers", nargs="*", default=None, help="default: the whole quality set")
+    ap.add_argument("--limit", type=float, default=60.0, help="exhaustive seconds per layer")
+    ap.add_argument("--objective", default="edp")
+    ap.add_argument("--optima", type=Path, default=None, help="JSON cache of proven optima")
+    ap.add_argument("--quiet", action="store_true", help="only the per-config and overall lines")
+    args = ap.parse_args()
+    configs = args.configs or sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
+    layers = args.layers or list(QUALITY_LAYERS)
+    unknown = [n for n in layers if n not in QUALITY_LAYERS]
+    if unknown:
+        sys.exit(f"unknown layers {unknown}; known: {list(QUALITY_LAYERS)}")
+    t = time.perf_counter()
+    run(configs, layers, args.limit, args.objective, args.optima, args.quiet)
+    print(f"wall {time.perf_counter() - t:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
