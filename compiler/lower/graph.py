@@ -3,44 +3,26 @@
 Why the fused graph: bit-exactness is defined against onnxruntime, and ORT computes a QDQ model
 by first rewriting it (QDQ groups -> QLinearConv, QGemm, QLinearAdd, QLinearAveragePool, uint8
 MaxPool). We let ORT do that rewrite (graph optimization level EXTENDED, saved to a temporary
-file) and lower exactly the integer kernels ORT runs, with their quantization parameters; a node
-ORT leaves in float (DequantizeLinear -> op -> QuantizeLinear) cannot be reproduced bit for bit
-and is rejected by name, except DQ -> ReduceMean(H, W) -> Q (global average pooling, within 1 LSB;
-compiler.quantize turns such ReduceMeans into GlobalAveragePool before quantizing, which is exact).
+file) and lower exactly the kernels ORT runs, with their quantization parameters. A node ORT
+leaves in float (DequantizeLinear -> op -> QuantizeLinear) is lowered only where the ISA has ops
+that repeat ORT's float32 steps (DQ -> Q requantization pairs, DQ -> Resize(linear) -> Q) or
+within 1 LSB (DQ -> ReduceMean(H, W) -> Q; compiler.quantize turns such ReduceMeans into
+GlobalAveragePool, which is exact); any other is rejected by name.
 The graph's float input passes through one QuantizeLinear (the binary's uint8 input, with that
 scale and zero point) and every output through one DequantizeLinear (the binary's uint8 output).
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from compiler.isa.program import IOTensor
-from compiler.lower import const_matmul, conv, layout_ops, resize_linear, vector
+from compiler.lower import const_matmul, conv, layout_ops, ort_ref, resize_linear, vector
 from compiler.lower.emitter import Act, Emitter, act_bytes
+from compiler.lower.ort_ref import fused_model  # noqa: F401 - re-exported (compiler.compile, tests)
 from costmodel.errors import UserError
-
-
-def fused_model(qdq_path: str | Path):
-    """onnxruntime's optimized (QDQ-fused) version of the model at ``qdq_path``."""
-    import onnx
-    import onnxruntime as ort
-
-    with tempfile.TemporaryDirectory() as work:
-        out = Path(work) / "fused.onnx"
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-        so.optimized_model_filepath = str(out)
-        so.intra_op_num_threads = 1
-        try:
-            ort.InferenceSession(str(qdq_path), so, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # noqa: BLE001 - ORT rejects the user's model
-            raise UserError(f"{qdq_path}: onnxruntime cannot load the model ({str(exc).splitlines()[0]})") from None
-        return onnx.load(str(out))
 
 
 class GraphLowering:
@@ -262,21 +244,7 @@ class GraphLowering:
         x = self.act(node, 0)
         y = self.out(node, x.shape, self.c(node, 3, "Y scale"), self.c(node, 4, "Y zero point"))
         self._layer(node)
-        vector.lower_lut(self.em, self.em.node, x, y, self._ort_table(node))
-
-    def _ort_table(self, node) -> np.ndarray:
-        """Run ``node`` alone in onnxruntime on a [1, 256] uint8 tensor of every code; its output codes."""
-        import onnxruntime as ort
-        from onnx import TensorProto, helper, numpy_helper
-
-        ins = ["codes"] + list(node.input[1:])
-        one = helper.make_node(node.op_type, ins, ["table"], domain=node.domain, **self.attrs(node))
-        inits = [numpy_helper.from_array(self.consts[i], i) for i in node.input[1:] if i]
-        g = helper.make_graph([one], "table", [helper.make_tensor_value_info("codes", TensorProto.UINT8, [1, 256])],
-                              [helper.make_tensor_value_info("table", TensorProto.UINT8, [1, 256])], inits)
-        model = helper.make_model(g, opset_imports=list(self.model.opset_import), ir_version=self.model.ir_version)
-        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        return sess.run(None, {"codes": np.arange(256, dtype=np.uint8)[None]})[0][0].astype(np.int32)
+        vector.lower_lut(self.em, self.em.node, x, y, ort_ref.kernel_table(self.model, node, self.consts))
 
     def resize(self, node) -> None:
         at = self.attrs(node)
