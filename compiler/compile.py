@@ -12,6 +12,7 @@ first pass learns the size of the constants, the second places the activations b
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,13 +39,18 @@ class Compiled:
 
 def resolve_target(arch: Any) -> Target:
     """A Target from an Architecture, a hwconfig name or path, or a Target."""
+    return resolve(arch)[0]
+
+
+def resolve(arch: Any) -> tuple[Target, Any]:
+    """(Target, Architecture or None): a hand-built Target has no arch, hence no mapper."""
     if isinstance(arch, Target):
-        return arch
+        return arch, None
     if isinstance(arch, str | Path):
         from costmodel.arch import load_architecture
 
         arch = load_architecture(arch)
-    return Target.from_arch(arch)
+    return Target.from_arch(arch), arch
 
 
 def _resolve_model(model: str | Path, work: Path, seed: int) -> Path:
@@ -61,17 +67,23 @@ def _resolve_model(model: str | Path, work: Path, seed: int) -> Path:
     return workloads.export(str(model), work / f"{model}.onnx", seed=seed)
 
 
-def lower_qdq(qdq_path: str | Path, target: Target, *, expose: bool = False) -> tuple[Program, list[dict]]:
+def lower_qdq(qdq_path: str | Path, target: Target, *, expose: bool = False, arch: Any = None,
+              seed: int = 0) -> tuple[Program, list[dict]]:
     """Lower an already-quantized (QDQ) ONNX model to a Program for ``target``.
 
+    With ``arch`` (the Architecture ``target`` was derived from) the dense convs and FCs take their
+    tiles from the mapper (compiler.lower.mapped), else from the template's default tiling.
     ``expose`` adds every intermediate activation to the I/O table as an output (for debugging and
     the per-layer tests, which compare each one with onnxruntime)."""
     from compiler.lower.graph import GraphLowering, fused_model
+    from compiler.lower.mapped import Planner
 
     fused = fused_model(qdq_path)
+    planner = Planner(arch, target, seed) if arch is not None and target.spad_level else None
     consts = 0
     for _ in range(2):
         em = Emitter(target, act_base=align(consts))
+        em.planner = planner
         g = GraphLowering(fused, em)
         g.run()
         if align(len(em.constants)) == align(consts):
@@ -102,12 +114,12 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
     """As compile_model, also returning the layer table; ``qdq_out`` keeps the quantized model there."""
     from compiler.quantize import quantize_model
 
-    target = resolve_target(arch)
+    target, hw = resolve(arch)
     with tempfile.TemporaryDirectory() as work:
         src = _resolve_model(model, Path(work), seed)
         qdq = Path(work) / "model.q.onnx"
         quantize_model(src, qdq, calibration=calibration, seed=seed)
-        program, layers = lower_qdq(qdq, target)
+        program, layers = lower_qdq(qdq, target, arch=hw, seed=seed)
         kept = None
         if qdq_out is not None:
             kept = atomic_write_bytes(qdq_out, qdq.read_bytes())
@@ -116,11 +128,15 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
 
 def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
                     calibration: Mapping[str, np.ndarray] | None = None, seed: int = 0) -> Compiled:
-    """Write ``out`` (.axb) and, next to it, ``<stem>.q.onnx`` (the quantized reference model)."""
+    """Write ``out`` (.axb) and, next to it, ``<stem>.q.onnx`` (the quantized reference model) and
+    ``<stem>.map.json`` (per mapped layer: problem, mapping, analytical latency; read by --check)."""
     out = Path(out)
     if not out.parent.is_dir():
         raise UserError(f"{out}: the output folder {out.parent} does not exist")
     compiled = compile_full(model, arch, calibration=calibration, seed=seed,
                             qdq_out=out.with_name(out.stem + ".q.onnx"))
     write_binary(compiled.program, out)
+    mapped = [{k: lay[k] for k in ("node", "op", "tiling", "problem", "mapping", "analytical_cycles")}
+              for lay in compiled.layers if "mapping" in lay]
+    atomic_write_bytes(out.with_name(out.stem + ".map.json"), json.dumps({"layers": mapped}, indent=1).encode())
     return compiled

@@ -54,6 +54,8 @@ class Target:
     clock_hz: float = 1e9
     name: str = "target"
     fingerprint: str = "0" * 16
+    spad_level: str = ""  # arch level names (empty for a Target built by hand: no mapper then)
+    acc_level: str = ""
 
     def __post_init__(self) -> None:
         where = f"target {self.name}"
@@ -135,6 +137,7 @@ class Target:
             clock_hz=float(getattr(arch, "clock_hz", 1e9)),
             name=str(getattr(arch, "name", "target")),
             fingerprint=arch.fingerprint(),
+            spad_level=spad.name, acc_level=acc.name,
         )
 
 

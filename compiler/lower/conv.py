@@ -19,6 +19,7 @@ import numpy as np
 
 from compiler.isa import Buffer, Elem, Engine, Gemm, GemmType, Load, Reg, Src1Mode, Store, Vec, VecOp
 from compiler.lower.emitter import Act, Emitter, Tile, blocks
+from compiler.lower.mapped import lane_factor
 from compiler.sim.quant import output_scale
 from costmodel.errors import UserError
 
@@ -137,7 +138,20 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
             return 0
         return _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * cb * rin(r) * wp + 2 * g * r * wo, fixed, tg.acc_rows)
 
+    def fits_tile(r: int, g: int) -> bool:  # the template's buffers for r output rows, g output blocks
+        need = 2 * cb * rin(r) * wp + (1 if g == kb else 2) * g * per_block + 2 * g * r * wo
+        return need <= tg.spad_rows and 4 * g <= tg.const_rows and r * wo <= tg.acc_rows and r <= 256
+
     g, rows = _group_plan(kb, 0, per_block, fits)
+    if em.planner is not None:
+        from costmodel.problem import conv2d
+
+        prob = conv2d(cin, cout, h, w, (kh, kw), spec.stride, spec.pads, spec.dilation)
+        fx = lane_factor(cout, L)
+        plan = em.planner.plan(prob, lambda r, gs: fits_tile(r, min(kb, blocks(gs * fx, L))))
+        if plan is not None:
+            g, rows = min(kb, blocks(plan.group * fx, L)), plan.rows
+            em.record_plan(plan)
     if g == 0:
         raise UserError(f"node {node} (Conv {cin}->{cout}, {kh}x{kw}): the weights of one output-channel block "
                         f"({per_block} SPAD rows, twice) plus one output row do not fit SPAD ({tg.spad_rows} rows); "
@@ -289,6 +303,16 @@ def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray,
         return int(fixed + a_rows + 2 * g * m <= tg.spad_rows and 4 * g <= tg.const_rows and m <= tg.acc_rows)
 
     g, _ = _group_plan(nb, 0, per_block, fits)
+    if em.planner is not None:
+        from costmodel.problem import fully_connected
+
+        fx = lane_factor(n, L)
+        plan = em.planner.plan(fully_connected(k, n, rows=m),
+                               lambda r, gs: bool(fits(min(nb, blocks(gs * fx, L)), (2 if blocks(gs * fx, L) < nb else 1)
+                                                       * min(nb, blocks(gs * fx, L)) * per_block)))
+        if plan is not None:
+            g = min(nb, blocks(plan.group * fx, L))
+            em.record_plan(plan)
     if g == 0:
         raise UserError(f"node {node} (Gemm/MatMul {m}x{k}x{n}): one output block's weights ({per_block} SPAD rows, "
                         f"twice) do not fit SPAD ({tg.spad_rows} rows); K splitting is not implemented")

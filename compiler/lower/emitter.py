@@ -76,6 +76,7 @@ class Emitter:
         self.node = ""
         self.tile = ""
         self.layers: list[dict] = []
+        self.planner = None  # compiler.lower.mapped.Planner: tiles from the mapper (None: default tiling)
 
     # --- memory --------------------------------------------------------------------------------
     def const(self, data: np.ndarray, kind: str = "other") -> int:
@@ -106,6 +107,12 @@ class Emitter:
     def begin_layer(self, node: str, op: str) -> None:
         self.node, self.tile = node, "setup"
         self.layers.append({"node": node, "op": op, "first": len(self.insns)})
+
+    def record_plan(self, plan) -> None:
+        """Keep the mapping a layer was lowered with (printed by dse compile, checked by dse simulate)."""
+        self.layers[-1].update(tiling=plan.describe(self.planner.arch), refitted=plan.mapping is not plan.chosen, problem=plan.problem.to_dict(),
+                               mapping=plan.mapping.to_dict(),
+                               analytical_cycles=self.planner.analytical_cycles(plan))
 
     def pipeline(self, tiles: list[Tile]) -> None:
         """Emit ``tiles`` with the double-buffering token pattern, then a BARRIER."""

@@ -94,3 +94,22 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
         checks.append(OutputCheck(name, int(sim.size), int(d_ort.max(initial=0)), int((d_ort > 0).sum()),
                                   None if d_ref is None else int(d_ref.max(initial=0)), note))
     return checks
+
+
+def mapping_sidecar(binary: Path) -> Path:
+    """Where ``dse compile`` keeps the per-layer mappings of ``binary``: ``<stem>.map.json`` next to it."""
+    return Path(binary).with_name(Path(binary).stem + ".map.json")
+
+
+def timing_table(layers: list[dict], nodes: list[dict]) -> list[dict]:
+    """Per mapped layer: simulated cycles (first start to last end of its instructions) next to the
+    analytical latency (costmodel.evaluate) of the mapping it was lowered with, and their ratio."""
+    sim = {n["node"]: n for n in nodes}
+    rows = []
+    for lay in layers:
+        if "analytical_cycles" not in lay or lay["node"] not in sim:
+            continue
+        s, a = int(sim[lay["node"]]["cycles"]), int(lay["analytical_cycles"])
+        rows.append({"node": lay["node"], "op": lay["op"], "tiling": lay.get("tiling", ""), "sim_cycles": s,
+                     "analytical_cycles": a, "ratio": s / a if a else float("inf")})
+    return rows

@@ -48,7 +48,8 @@ def summarize(compiled, target) -> dict:
     for lay in compiled.layers:
         n = by_node.get(lay["node"], {})
         layers.append({"node": lay["node"], "op": lay["op"], "tiles": lay.get("tiles", 0),
-                       "instructions": lay["last"] - lay["first"] + 1, "cycles": n.get("cycles")})
+                       "instructions": lay["last"] - lay["first"] + 1, "cycles": n.get("cycles"),
+                       "mapping": lay.get("tiling"), "analytical_cycles": lay.get("analytical_cycles")})
     return {"layers": layers, "instructions": len(program.instructions), "constants_bytes": len(program.constants),
             "dram_bytes": program.dram_size, "predicted_cycles": sim.cycles,
             "predicted_s": sim.cycles / target.clock_hz if sim.cycles is not None else None,
@@ -65,10 +66,10 @@ def compile_model_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
 ) -> None:
     """Compile a model for a compilable config; writes MODEL.axb and MODEL.q.onnx (the reference)."""
-    from compiler.compile import compile_to_file, resolve_target
+    from compiler.compile import compile_to_file, resolve
 
-    target = resolve_target(hw)
-    compiled = compile_to_file(model, target, out, calibration=_calibration(calibration), seed=seed)
+    target, arch = resolve(hw)
+    compiled = compile_to_file(model, arch, out, calibration=_calibration(calibration), seed=seed)
     doc = summarize(compiled, target)
     doc.update({"binary": str(out), "reference": str(compiled.qdq_model), "hw": target.name})
     if as_json:
@@ -78,6 +79,8 @@ def compile_model_cmd(
     for lay in doc["layers"]:
         cyc = "-" if lay["cycles"] is None else f"{lay['cycles']:,}"
         print(f"{lay['node'][:40]:40s} {lay['op']:20s} {lay['tiles']:5d} {lay['instructions']:6d} {cyc:>10s}")
+        if lay["mapping"]:
+            print(f"    mapping: {lay['mapping']}")
     print(f"{doc['instructions']} instructions, {doc['constants_bytes']:,} B constants, "
           f"{doc['dram_bytes']:,} B DRAM map")
     print(f"predicted cycles: {doc['predicted_cycles']:,} ({doc['predicted_s'] * 1e3:.3f} ms at "

@@ -87,6 +87,7 @@ def simulate(
         from compiler.sim.check import check_outputs
 
         checks = check_outputs(program, result.outputs, arrays, check)
+    timing_rows = _timing_rows(binary, result) if check is not None and result.cycles is not None else []
     folder = out if out is not None else binary.with_suffix(".out")
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -101,7 +102,8 @@ def simulate(
     doc["binary"] = str(binary)
     failed = any(c.max_lsb_ort > 0 for c in checks)
     if check is not None:
-        doc["check"] = {"model": str(check), "passed": not failed, "outputs": [c.to_dict() for c in checks]}
+        doc["check"] = {"model": str(check), "passed": not failed, "outputs": [c.to_dict() for c in checks],
+                        "layers_vs_analytical": timing_rows}
     if as_json:
         print(json.dumps(doc, indent=2))
         if failed:
@@ -122,10 +124,33 @@ def simulate(
         ref = "n/a" if c.max_lsb_reference is None else f"{c.max_lsb_reference} LSB"
         print(f"check {c.name}: max |diff| {c.max_lsb_ort} LSB vs onnxruntime ({c.mismatches_ort} of {c.elements} "
               f"differ), {ref} vs onnx.reference{'  [' + c.reference_note + ']' if c.reference_note else ''}")
+    if timing_rows:
+        print(f"{'layer':36s} {'simulated':>10s} {'analytical':>10s} {'ratio':>6s}  mapping")
+        for r in timing_rows:
+            print(f"{r['node'][:36]:36s} {r['sim_cycles']:>10,} {r['analytical_cycles']:>10,} {r['ratio']:6.2f}  "
+                  f"{r['tiling']}")
     print(f"simulated in {result.wall_seconds:.2f} s", file=sys.stderr)
     if failed:
         print(f"check failed: outputs differ from onnxruntime on {check}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def _timing_rows(binary: Path, result) -> list[dict]:
+    """Simulated vs analytical cycles per mapped layer, from the ``<stem>.map.json`` dse compile wrote."""
+    from compiler.sim.check import mapping_sidecar, timing_table
+
+    side = mapping_sidecar(binary)
+    if not side.exists():
+        print(f"note: no {side.name} next to the binary (compiled without the mapper); no per-layer "
+              "comparison with the analytical model", file=sys.stderr)
+        return []
+    try:
+        layers = json.loads(side.read_text())["layers"]
+    except (OSError, ValueError, KeyError) as exc:
+        from costmodel.errors import UserError
+
+        raise UserError(f"{side}: not a mapping file written by dse compile ({exc})") from None
+    return timing_table(layers, result.nodes)
 
 
 def register(app: typer.Typer) -> None:
