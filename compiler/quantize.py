@@ -97,7 +97,7 @@ def _spatial_means_as_gap(model) -> int:
     rank = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in (*inferred.graph.value_info, *inferred.graph.input)
             if vi.type.tensor_type.HasField("shape")}
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    count = 0
+    count, dropped = 0, set()
     for k, node in enumerate(model.graph.node):
         if node.op_type != "ReduceMean" or rank.get(node.input[0]) != 4:
             continue
@@ -107,9 +107,13 @@ def _spatial_means_as_gap(model) -> int:
             axes = inits[node.input[1]].tolist()
         if not at.get("keepdims", 1) or axes is None or sorted(int(a) % 4 for a in axes) != [2, 3]:
             continue
+        dropped.update(node.input[1:])  # before CopyFrom: ``node`` is the graph's own message
         model.graph.node[k].CopyFrom(helper.make_node("GlobalAveragePool", [node.input[0]], list(node.output),
                                                       name=node.name))
         count += 1
+    used = {i for n in model.graph.node for i in n.input}
+    for init in [i for i in model.graph.initializer if i.name in dropped and i.name not in used]:
+        model.graph.initializer.remove(init)  # the rewritten nodes' axes tensors (ORT warns about them)
     return count
 
 
