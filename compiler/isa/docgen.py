@@ -81,8 +81,16 @@ How the compiler expresses each layer kind (all addresses are buffer rows; `L = 
   `compiler.isa.numerics.qadd_params`.
 - **ReLU / ReLU6 / clamp / sigmoid-like.** CLAMP (or MAX with a register), or LUT with a
   256-entry table built at compile time.
-- **Nearest resize.** STORE the tile once per phase with `x_gap = f - 1` and `dram_pitch` = f
-  output rows (f = 2: four STOREs).
+- **Nearest resize.** MOV the tile to an output half, STORE it once per phase with `x_gap = f - 1`
+  and `dram_pitch` = f output rows (f = 2: four STOREs).
+- **Bilinear resize** (onnxruntime's float path). x weights (dx2, dx1) per output column in CONST
+  rows; per output row SETREG BL_WY0 = dy2, BL_WY1 = dy1; per run of output columns with the same
+  source columns one RBLEND `init=1`, `sx=0`, `l0=l1=2`, `s0 = x2 - x1`, `s1 = (y2 - y1) * W`,
+  `src1_mode=row` on the weight rows, into ACC; FREQUANT to SPAD.
+- **Constant @ activation** (`Y = A X`). The activation is the weight tile (rows k, lanes j): VEC
+  LUT (int8 reads) maps it to `X - 128`; GEMM `dtype s8` walks the resident `A - 128` with
+  `l0` = K blocks, `a_sx` = K blocks; a per-row bias `(128 - x_zp) * rowsum(A - 128)` is LOADed
+  into ACC first (`acc=1`).
 - **Concat / reshape / flatten.** Addressing: producers store into their slice of the consumer's
   DRAM tensor (channel concat at channel-block granularity; a channel offset inside a block can be
   moved across lanes by a GEMM with a 0/1 permutation tile and a REQUANT of scale 1.0).
