@@ -63,6 +63,9 @@ class GraphLowering:
         return self.acts[name]
 
     def out(self, node, shape: tuple[int, ...], scale, zp, index: int = 0) -> Act:
+        if len(shape) not in (2, 4):
+            raise UserError(f"node {node.name} ({node.op_type}): output of shape {list(shape)}; only 2-D (N, C) and "
+                            "4-D (N, C, H, W) tensors are lowered (1-D convolutions and sequences are not)")
         zp = np.asarray(zp)
         dtype = "uint8" if zp.dtype == np.uint8 else "int8"
         a = self.em.new_act(node.output[index], shape, float(np.asarray(scale).reshape(-1)[0]),
