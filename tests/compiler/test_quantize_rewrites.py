@@ -1,0 +1,52 @@
+"""compiler.quantize's graph choices before quantization: which ReduceMeans become GlobalAveragePool
+(and that the float function is unchanged), and which MatMul constants get uint8 overrides."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from compiler.quantize import _const_lhs_overrides, _spatial_means_as_gap
+from tests.compiler import graphs
+
+
+def _mean(axes, keepdims, shape=(1, 3, 5, 7)):
+    m = graphs.model([helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=keepdims)], {"x": list(shape)}, "y",
+                     {"axes": np.array(axes, np.int64)})
+    m.opset_import[0].version = 18
+    return m
+
+
+@pytest.mark.parametrize(("axes", "keepdims", "rewritten"), [([-1, -2], 1, True), ([2, 3], 1, True),
+                                                             ([3, 2], 1, True), ([2, 3], 0, False), ([1], 1, False),
+                                                             ([1, 2, 3], 1, False)])
+def test_which_reduce_means_become_global_average(axes, keepdims, rewritten):
+    m = _mean(axes, keepdims)
+    assert _spatial_means_as_gap(m) == int(rewritten)
+    assert [n.op_type for n in m.graph.node] == ["GlobalAveragePool" if rewritten else "ReduceMean"]
+    assert ("axes" in {i.name for i in m.graph.initializer}) != rewritten  # the unused axes tensor is dropped
+
+
+def test_rewrite_keeps_the_float_function():
+    import onnxruntime as ort
+
+    x = np.random.default_rng(0).standard_normal((1, 3, 5, 7)).astype(np.float32)
+    before = _mean([-1, -2], 1)
+    after = onnx.ModelProto()
+    after.CopyFrom(before)
+    _spatial_means_as_gap(after)
+    run = lambda m: ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(run(after), run(before), rtol=1e-6, atol=1e-7)  # float sums in different orders
+    np.testing.assert_allclose(run(after), x.mean(axis=(2, 3), keepdims=True), rtol=1e-5)
+
+
+def test_only_constant_left_operands_get_overrides(tmp_path):
+    rng = np.random.default_rng(0)
+    m = graphs.model([helper.make_node("MatMul", ["x", "w"], ["l"]), helper.make_node("MatMul", ["a", "l"], ["y"])],
+                     {"x": [6, 4]}, "y", {"a": rng.standard_normal((5, 6)), "w": rng.standard_normal((4, 3))})
+    onnx.save(m, tmp_path / "m.onnx")
+    overrides = _const_lhs_overrides(tmp_path / "m.onnx")
+    assert list(overrides) == ["a"]  # w is the usual right-hand weight: per-channel int8 as before
+    assert overrides["a"][0]["symmetric"] is True
