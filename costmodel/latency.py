@@ -101,18 +101,28 @@ def scalesim_cycles(gemm: GemmView, rows: int, cols: int, dataflow: str) -> int:
 
 def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.ndarray:
     """``T`` [B]: product of the innermost run of temporal loops over dims not indexing the
-    stationary tensor (loops of factor 1 are transparent)."""
+    stationary tensor (loops of factor 1 are transparent).
+
+    With nest positions ``level * D + rank`` (a permutation per mapping), the run is every loop
+    inner to the innermost loop with a factor > 1 over a stationary dim: one max and one product
+    over the loops, no sort."""
     stationary = problem.tensor(STATIONARY[dataflow]).dims()
-    streams = np.array([d not in stationary for d in problem.dim_names])
+    stat = [di for di, d in enumerate(problem.dim_names) if d in stationary]
     b, n_lv, n_d = batch.temporal.shape
-    # global position of every loop, outermost 0: levels outer to inner, then the level's order
-    pos = np.arange(n_lv)[None, :, None] * n_d + batch.order
-    inner_first = np.argsort(-pos.reshape(b, -1), axis=1, kind="stable")
-    fac = np.take_along_axis(batch.temporal.reshape(b, -1), inner_first, axis=1)
-    is_stream = np.broadcast_to(streams, (b, n_lv, n_d)).reshape(b, -1)
-    is_stream = np.take_along_axis(is_stream, inner_first, axis=1)
-    blocked = np.cumsum((fac > 1) & ~is_stream, axis=1) > 0
-    return np.where(blocked, 1, fac).prod(axis=1)
+    # [L*D, B] rows: whole-row operations over the batch
+    t = batch.temporal.reshape(b, n_lv * n_d).T
+    pos = (batch.order.reshape(b, n_lv * n_d).T + (np.arange(n_lv) * n_d).repeat(n_d)[:, None]).astype(np.int16)
+    block = np.full(b, -1, np.int16)
+    for li in range(n_lv):
+        for di in stat:
+            r = li * n_d + di
+            np.maximum(block, np.where(t[r] > 1, pos[r], -1).astype(np.int16), out=block)
+    out = np.ones(b, np.int64)
+    for r in range(n_lv * n_d):
+        if r % n_d in stat:
+            continue  # inner to the innermost blocking loop, a stationary dim's factor is 1
+        out *= np.where(pos[r] > block, t[r], 1)
+    return out
 
 
 def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, temporal_steps: np.ndarray,
