@@ -99,40 +99,43 @@ class Target:
     @classmethod
     def from_arch(cls, arch: Any) -> Target:
         """Validate ``arch.compilable`` and derive sizes from the arch's levels and systolic array."""
-        where = f"{getattr(arch, 'source', None) or getattr(arch, 'name', 'config')}: compilable"
+        at = _Locator(arch)
         block = getattr(arch, "compilable", None)
         if not isinstance(block, dict):
-            raise UserError(f"{where}: this config has no `compilable:` block, so it cannot be compiled for")
+            raise UserError(f"{at()}: this config has no `compilable:` block, so it cannot be compiled for")
         unknown = sorted(set(block) - _KEYS)
         if unknown:
-            raise UserError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(_KEYS)}")
+            raise UserError(f"{at(unknown[0])}: unknown key(s) {unknown}; expected some of {sorted(_KEYS)}")
         if block.get("isa_version", ISA_VERSION) != ISA_VERSION:
-            raise UserError(f"{where}.isa_version = {block['isa_version']!r}, this toolkit emits ISA {ISA_VERSION}")
+            raise UserError(f"{at('isa_version')} = {block['isa_version']!r}, this toolkit emits ISA {ISA_VERSION}")
         systolic = getattr(arch, "systolic", None)
         if systolic is None or getattr(systolic, "dataflow", "WS") != "WS":
-            raise UserError(f"{where}: needs `systolic:` with dataflow WS (the ISA's GEMM is weight-stationary)")
+            raise UserError(f"{at.top('systolic')}: the compilable template needs `systolic:` with dataflow WS "
+                            "(the ISA's GEMM is weight-stationary)")
         if "lanes" not in block:
-            raise UserError(f"{where}.lanes: missing, expected the lanes per buffer row (= array rows)")
+            raise UserError(f"{at('lanes')}: missing, expected the lanes per buffer row (= array rows)")
         levels = tuple(getattr(arch, "levels", ()))
-        spad = _pick(levels, block.get("spad_level"), lambda h: {"I", "W"} <= h, f"{where}.spad_level")
-        acc = _pick(levels, block.get("acc_level"), lambda h: h == {"O"}, f"{where}.acc_level")
+        spad = _pick(levels, block.get("spad_level"), lambda h: {"I", "W"} <= h, at("spad_level"))
+        acc = _pick(levels, block.get("acc_level"), lambda h: h == {"O"}, at("acc_level"))
         dma = block.get("dma_bytes_per_cycle")
         if dma is None:
             dram = levels[0] if levels else None
             bw = getattr(dram, "read_bw", None)
             if bw is None:
-                raise UserError(f"{where}.dma_bytes_per_cycle: missing, and the DRAM level has no read_bw")
+                raise UserError(f"{at('dma_bytes_per_cycle')}: missing, and the DRAM level has no read_bw")
             dma = max(1, int(bw * dram.word_bits // 8))
+        if block.get("gemm_timing", "overlapped") not in GEMM_TIMINGS:
+            raise UserError(f"{at('gemm_timing')} = {block['gemm_timing']!r}, expected one of {GEMM_TIMINGS}")
         ops = block.get("vector_ops")
         return cls(
-            rows=systolic.rows, cols=systolic.cols, lanes=_int(block, "lanes", where),
-            spad_bytes=_level_bytes(spad, f"{where}.spad_level"), acc_bytes=_level_bytes(acc, f"{where}.acc_level"),
-            const_bytes=_int(block, "const_kib", where, 16) * 1024,
-            dma_bytes_per_cycle=_int({"dma_bytes_per_cycle": dma}, "dma_bytes_per_cycle", where),
-            dma_setup_cycles=_int(block, "dma_setup_cycles", where, 32),
-            token_depth=_int(block, "token_depth", where, 8),
-            dram_bytes=_int(block, "dram_bytes", where, 1 << 28),
-            vector_ops=frozenset(VecOp) if ops is None else _ops(ops, f"{where}.vector_ops"),
+            rows=systolic.rows, cols=systolic.cols, lanes=_int(block, "lanes", at),
+            spad_bytes=_level_bytes(spad, at("spad_level")), acc_bytes=_level_bytes(acc, at("acc_level")),
+            const_bytes=_int(block, "const_kib", at, 16) * 1024,
+            dma_bytes_per_cycle=_int({"dma_bytes_per_cycle": dma}, "dma_bytes_per_cycle", at),
+            dma_setup_cycles=_int(block, "dma_setup_cycles", at, 32),
+            token_depth=_int(block, "token_depth", at, 8),
+            dram_bytes=_int(block, "dram_bytes", at, 1 << 28),
+            vector_ops=frozenset(VecOp) if ops is None else _ops(ops, at("vector_ops")),
             gemm_timing=block.get("gemm_timing", "overlapped"),
             clock_hz=float(getattr(arch, "clock_hz", 1e9)),
             name=str(getattr(arch, "name", "target")),
@@ -141,10 +144,33 @@ class Target:
         )
 
 
-def _int(block: dict, key: str, where: str, default: int | None = None) -> int:
+class _Locator:
+    """``file:line: compilable.KEY`` for messages (line from costmodel.yamlio when the config came
+    from a YAML file; read only when an error is raised)."""
+
+    def __init__(self, arch: Any) -> None:
+        self.source = str(getattr(arch, "source", None) or getattr(arch, "name", "config"))
+
+    def top(self, *path: str | int) -> str:
+        from pathlib import Path
+
+        from costmodel.yamlio import format_path, load_yaml
+
+        if Path(self.source).is_file():
+            try:
+                return load_yaml(self.source)[1].where(path)
+            except UserError:
+                pass
+        return f"{self.source}: {format_path(path)}"
+
+    def __call__(self, *path: str | int) -> str:
+        return self.top("compilable", *path)
+
+
+def _int(block: dict, key: str, at: _Locator, default: int | None = None) -> int:
     value = block.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise UserError(f"{where}.{key} = {value!r}, expected a non-negative integer")
+        raise UserError(f"{at(key)} = {value!r}, expected a non-negative integer")
     return value
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from compiler.isa import Buffer, Elem, Engine, Gemm, GemmType, Load, Reg, Src1Mode, Store, Vec, VecOp
 from compiler.lower.emitter import Act, Emitter, Tile, blocks
-from compiler.lower.mapped import lane_factor
+from compiler.lower.mapped import lane_factor, padded_channels
 from compiler.sim.quant import output_scale
 from costmodel.errors import UserError
 
@@ -136,18 +136,20 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     def fits(g: int, fixed: int) -> int:
         if 4 * g > tg.const_rows:
             return 0
-        return _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * cb * rin(r) * wp + 2 * g * r * wo, fixed, tg.acc_rows)
+        return _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * cb * rin(r) * wp + 2 * g * r * wo, fixed,
+                          tg.acc_rows // 2)
 
     def fits_tile(r: int, g: int) -> bool:  # the template's buffers for r output rows, g output blocks
         need = 2 * cb * rin(r) * wp + (1 if g == kb else 2) * g * per_block + 2 * g * r * wo
-        return need <= tg.spad_rows and 4 * g <= tg.const_rows and r * wo <= tg.acc_rows and r <= 256
+        return need <= tg.spad_rows and 4 * g <= tg.const_rows and 2 * r * wo <= tg.acc_rows and r <= 256
 
     g, rows = _group_plan(kb, 0, per_block, fits)
     if em.planner is not None:
         from costmodel.problem import conv2d
 
-        prob = conv2d(cin, cout, h, w, (kh, kw), spec.stride, spec.pads, spec.dilation)
-        fx = lane_factor(cout, L)
+        prob = conv2d(padded_channels(cin, L), padded_channels(cout, L), h, w, (kh, kw), spec.stride, spec.pads,
+                      spec.dilation)
+        fx = lane_factor(padded_channels(cout, L), L)
         plan = em.planner.plan(prob, lambda r, gs: fits_tile(r, min(kb, blocks(gs * fx, L))))
         if plan is not None:
             g, rows = min(kb, blocks(plan.group * fx, L)), plan.rows
@@ -170,29 +172,34 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     out_half = g * rows * wo
     _quant_setup(em, x, spec.y_zp)
     plane_in, plane_out = h * w * L, ho * wo * L
-    tiles_out, t = [], 0
+    tiles_out, t, blk = [], 0, 0
     for gi, j0 in enumerate(range(0, kb, g)):
         gn = min(g, kb - j0)
         wh, ch = w_base + (gi % 2) * w_copy, (gi % 2) * 2 * g
         for r0 in range(0, ho, rows):
             r = min(rows, ho - r0)
-            a0, o0 = (t % 2) * in_half, out_base + (t % 2) * out_half
+            # one row tile: every weight group reads the same input rows, loaded once (as the mapping's
+            # K loop at DRAM, which does not index I, keeps the scratchpad's input tile)
+            once = rows >= ho
+            a0, o0 = (0 if once else (t % 2) * in_half), out_base + (t % 2) * out_half
             lo, real, ypad0, ypad1 = _row_window(r0, r, spec, h, kh)
             tile = Tile(f"cout blocks {j0}-{j0 + gn - 1} rows {r0}-{r0 + r - 1}")
             if r0 == 0:  # a new weight group: its weights and constants (the tokens order the reuse)
                 tile.ld += em.load_rows(Buffer.SPAD, wh, gn * per_block, w_addr + j0 * per_block * L)
                 tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn,
                                     dram_addr=c_addr + j0 * 2 * 4 * L, dram_pitch=4 * L))
-            for i in range(cb):
+            for i in range(cb if not (once and t > 0) else 0):
                 tile.ld.append(Load(buf=Buffer.SPAD, padsel=True, sram=a0 + i * rin(rows) * wp, y_size=real,
                                     x_size=w, dram_addr=x.addr + i * plane_in + lo * w * L, dram_pitch=w * L,
                                     y_pad0=ypad0, y_pad1=ypad1, x_pad0=spec.pads[1], x_pad1=spec.pads[3]))
             for jj in range(gn):
+                acc0 = (blk % 2) * (tg.acc_rows // 2)
+                blk += 1
                 for i in range(cb):
                     tile.ex.append(Gemm(loadw=True, acc=i > 0, dtype=GemmType.U8, a_base=a0 + i * rin(rows) * wp,
-                                        w_base=wh + (jj * cb + i) * taps * L, c_base=0, mx=wo, my=r, l0=kw, l1=kh,
-                                        a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp))
-                tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, r, wo, o0 + jj * r * wo)
+                                        w_base=wh + (jj * cb + i) * taps * L, c_base=acc0, mx=wo, my=r, l0=kw,
+                                        l1=kh, a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp))
+                tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, r, wo, o0 + jj * r * wo, acc0)
                 tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * r * wo, y_size=r, x_size=wo,
                                      dram_addr=y.addr + (j0 + jj) * plane_out + r0 * wo * L, dram_pitch=wo * L))
             tiles_out.append(tile)
@@ -200,14 +207,17 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     em.pipeline(tiles_out)
 
 
-def _bias_requant(bias_row: int, scale_row: int, r: int, wo: int, dst: int) -> list:
-    """ACC rows [0, r*wo) += CONST bias row, then REQUANT with the CONST scale row into SPAD ``dst``."""
+def _bias_requant(bias_row: int, scale_row: int, r: int, wo: int, dst: int, acc: int = 0) -> list:
+    """ACC rows [acc, acc + r*wo) += CONST bias row, then REQUANT with the CONST scale row into SPAD ``dst``.
+
+    Output blocks alternate between two ACC halves (``acc``), so the array computes the next block
+    while the vector unit requantizes this one (the ACC level is double-buffered in the hwconfig)."""
     walk = {"mx": wo, "my": r, "sx": 1, "sy": wo}
     return [
         Vec(op=VecOp.ADD, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST, src1_mode=Src1Mode.FIXED,
-            dst=0, src0=0, src1=bias_row, **walk),
+            dst=acc, src0=acc, src1=bias_row, **walk),
         Vec(op=VecOp.REQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST,
-            src1_mode=Src1Mode.FIXED, dst=dst, src0=0, src1=scale_row, **walk),
+            src1_mode=Src1Mode.FIXED, dst=dst, src0=acc, src1=scale_row, **walk),
     ]
 
 
@@ -300,14 +310,14 @@ def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray,
     a_rows, per_block = m * kb, kb * L
 
     def fits(g: int, fixed: int) -> int:
-        return int(fixed + a_rows + 2 * g * m <= tg.spad_rows and 4 * g <= tg.const_rows and m <= tg.acc_rows)
+        return int(fixed + a_rows + 2 * g * m <= tg.spad_rows and 4 * g <= tg.const_rows and 2 * m <= tg.acc_rows)
 
     g, _ = _group_plan(nb, 0, per_block, fits)
     if em.planner is not None:
         from costmodel.problem import fully_connected
 
-        fx = lane_factor(n, L)
-        plan = em.planner.plan(fully_connected(k, n, rows=m),
+        fx = lane_factor(padded_channels(n, L), L)
+        plan = em.planner.plan(fully_connected(padded_channels(k, L), padded_channels(n, L), rows=m),
                                lambda r, gs: bool(fits(min(nb, blocks(gs * fx, L)), (2 if blocks(gs * fx, L) < nb else 1)
                                                        * min(nb, blocks(gs * fx, L)) * per_block)))
         if plan is not None:
@@ -335,9 +345,10 @@ def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray,
         tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn, dram_addr=c_addr + j0 * 8 * L,
                             dram_pitch=4 * L))
         for jj in range(gn):
-            tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=0, mx=1,
-                                my=m, l0=l0, l1=kb // l0, a_sy=kb, a_s0=1, a_s1=l0))
-            tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m)
+            acc0 = ((j0 + jj) % 2) * (tg.acc_rows // 2)
+            tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=acc0,
+                                mx=1, my=m, l0=l0, l1=kb // l0, a_sy=kb, a_s0=1, a_s1=l0))
+            tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m, acc0)
             tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * m, y_size=m, dram_addr=y.addr + (j0 + jj) * L,
                                  dram_pitch=nb * L))
         tiles.append(tile)

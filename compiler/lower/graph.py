@@ -344,16 +344,14 @@ class GraphLowering:
     def avgpool(self, node) -> None:
         x = self.act(node, 0)
         k, s, p, at = self._pool_attrs(node, x)
-        if any(p) and not at.get("count_include_pad", 0):
-            raise UserError(f"node {node.name} (AveragePool): padding with count_include_pad = 0 (a divisor that "
-                            "varies at the edges) is not lowered")
         ho, wo = vector.pool_out(x.shape[2], x.shape[3], k, s, p)
         y = self.out(node, (1, x.shape[1], ho, wo), self.c(node, 3, "y scale"), self.c(node, 4, "y zero point"))
         self._layer(node)
         if k == tuple(x.shape[2:]) and not any(p):  # ORT's fallback_to_global: the integer MLAS kernel
             vector.lower_global_avg(self.em, self.em.node, x, y)
         else:
-            vector.lower_pool(self.em, self.em.node, x, y, k, s, p, "avg")
+            vector.lower_pool(self.em, self.em.node, x, y, k, s, p, "avg",
+                              count_pad=bool(at.get("count_include_pad", 0)) or not any(p))
 
     def gap(self, node) -> None:
         x = self.act(node, 0)

@@ -17,10 +17,10 @@ reads the tile (rows, group) off the chosen mapping, shrinks it if the template'
 and returns the mapping the code really executes (:func:`executed_mapping`), which is what
 ``dse compile`` prints and what ``dse simulate --check`` evaluates analytically.
 
-Channels: the template works in blocks of L = 16 lanes (padded). The cost model needs perfect
-factorizations, so the spatial factor is the size of a block only when it divides the dimension
-(``K / ceil(K / L)``); otherwise (K = 1000) it is the largest divisor below L, and the analytical
-model counts more channel steps than the code runs (listed in docs/validation.md).
+Channels: the template works in blocks of L = 16 lanes, zero-padded, and the padded lanes take
+their PE cycles. The problem handed to the mapper is therefore the layer with its channels padded
+to whole blocks (:func:`padded_channels`: 19 -> 32, 1000 -> 1008; 3 stays 3), so the spatial factor
+is a whole block and the cost model's perfect factorization counts the channel steps the code runs.
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ from costmodel.problem import Problem
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def padded_channels(c: int, lanes: int) -> int:
+    """Channels as the array runs them: whole L-lane blocks (zero-padded lanes still take their PE
+    cycle), or c itself when one partial block holds them all."""
+    return c if c <= lanes else -(-c // lanes) * lanes
 
 
 def lane_factor(size: int, lanes: int) -> int:

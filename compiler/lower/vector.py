@@ -118,9 +118,21 @@ def pool_out(h: int, w: int, k: tuple[int, int], s: tuple[int, int], pads: tuple
     return (h + pads[0] + pads[2] - k[0]) // s[0] + 1, (w + pads[1] + pads[3] - k[1]) // s[1] + 1
 
 
+def _valid_counts(h: int, w: int, ho: int, wo: int, kernel, stride, pads) -> np.ndarray:
+    """onnxruntime's divisor without count_include_pad: ``(hend - hstart) * (wend - wstart)`` per output,
+    the window clipped to the image (qlinear_pool.cc)."""
+    def axis(n_in: int, n_out: int, k: int, s: int, p: int) -> np.ndarray:
+        start = np.arange(n_out) * s - p
+        return np.minimum(start + k, n_in) - np.maximum(start, 0)
+
+    return (axis(h, ho, kernel[0], stride[0], pads[0])[:, None] * axis(w, wo, kernel[1], stride[1], pads[1])[None, :])
+
+
 def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], stride: tuple[int, int],
-               pads: tuple[int, int, int, int], mode: str) -> None:
-    """Max (RMAX) or average (RADD + REQUANT) pooling over windows; tiles = (channel block, output rows)."""
+               pads: tuple[int, int, int, int], mode: str, count_pad: bool = True) -> None:
+    """Max (RMAX) or average (RFADD, FDIV, FQUANT) pooling over windows; tiles = (channel block, output
+    rows). Without ``count_pad`` (count_include_pad = 0) the divisor of each output is its window's
+    in-image count: a float32 row per output in CONST (FDIV src1_mode ROW), loaded with each tile."""
     _u8(node, x, y)
     L, tg = em.L, em.target
     _, c, h, w = x.shape
@@ -134,14 +146,18 @@ def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], 
     def rin(r: int) -> int:
         return (r - 1) * stride[0] + kh
 
+    per_const = tg.const_rows // 2 if not count_pad else 1 << 30
     rows = next((r for r in range(min(ho, 256, tg.acc_rows // wo), 0, -1)
-                 if 2 * rin(r) * wp + 2 * r * wo <= tg.spad_rows), 0)
+                 if 2 * rin(r) * wp + 2 * r * wo <= tg.spad_rows and r * wo <= per_const), 0)
     if rows == 0:
         raise UserError(f"node {node}: one output row of the pool does not fit SPAD")
     n = kh * kw
     if mode == "avg":
         em.setreg(Engine.LD, Reg.PADVAL, x.zero_point)  # a pad dequantizes to 0.0: the float sum is unchanged
         _qpool_setup(em, x, y, n)
+        if not count_pad:
+            counts = _valid_counts(h, w, ho, wo, kernel, stride, pads).astype(np.float32).reshape(-1)
+            d_addr = em.const(np.repeat(counts[:, None], L, axis=1).view(np.int32), "scales")
     in_half, out_base = rin(rows) * wp, 2 * rin(rows) * wp
     tiles, t = [], 0
     for i in range(blocks(c, L)):
@@ -159,8 +175,13 @@ def lower_pool(em: Emitter, node: str, x: Act, y: Act, kernel: tuple[int, int], 
             if mode == "max":
                 tile.ex = [Vec(op=VecOp.RMAX, init=True, u8=True, dst=o0, src0=a0, **walk)]
             else:
+                div = None
+                if not count_pad:
+                    div = (t % 2) * per_const
+                    tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=div, y_size=r * wo,
+                                        dram_addr=d_addr + r0 * wo * 4 * L, dram_pitch=4 * L))
                 tile.ex = [Vec(op=VecOp.RFADD, init=True, u8=True, dst_buf=Buffer.ACC, src0=a0, dst=0,
-                               src1_mode=Src1Mode.REG, src1=int(Reg.S1), **walk), *_qpool_finish(0, o0, wo, r)]
+                               src1_mode=Src1Mode.REG, src1=int(Reg.S1), **walk), *_qpool_finish(0, o0, wo, r, div)]
             tile.st = [Store(buf=Buffer.SPAD, sram=o0, y_size=r, x_size=wo,
                              dram_addr=y.addr + (i * ho + r0) * wo * L, dram_pitch=wo * L)]
             tiles.append(tile)
@@ -179,10 +200,12 @@ def _qpool_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
     em.setreg(Engine.EX, Reg.QMAX, 255)
 
 
-def _qpool_finish(acc: int, dst: int, mx: int, my: int) -> list:
-    """The float32 window sums in ACC -> ``/ n`` (FDIV) -> uint8 as ``nearbyintf(f / y_scale + y_zp)``."""
+def _qpool_finish(acc: int, dst: int, mx: int, my: int, div: int | None = None) -> list:
+    """The float32 window sums in ACC -> ``/ n`` (FDIV; by register S2, or by the per-output CONST rows
+    at ``div``) -> uint8 as ``nearbyintf(f / y_scale + y_zp)``."""
     walk = {"mx": mx, "my": my, "sx": 1, "sy": mx, "src1_mode": Src1Mode.REG}
-    return [Vec(op=VecOp.FDIV, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, dst=acc, src0=acc, src1=int(Reg.S2), **walk),
+    by = ({"src1": int(Reg.S2)} if div is None else {"src1": div, "src1_buf": Buffer.CONST, "src1_mode": Src1Mode.ROW})
+    return [Vec(op=VecOp.FDIV, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, dst=acc, src0=acc, **{**walk, **by}),
             Vec(op=VecOp.FQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, dst=dst, src0=acc,
                 src1=int(Reg.S3), **walk)]
 

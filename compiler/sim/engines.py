@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compiler.isa.instructions import Barrier, Finish, Instruction, engine_of
+from compiler.isa.instructions import Barrier, Finish, Gemm, Instruction, engine_of
 from compiler.isa.spec import Engine
 from compiler.sim.races import RaceDetector
 from compiler.sim.state import SimError
@@ -77,6 +77,7 @@ def _pushes(insn: Instruction, engine: Engine) -> list[tuple[Engine, Engine]]:
 def run_queues(
     insns: list[Instruction], depth: int, races: RaceDetector, describe: Callable[[int], str],
     execute: Callable[[int, Engine], None], latency: Callable[[int], int],
+    overlap: Callable[[int], int] = lambda i: 0, ex_units: list | None = None, boxes: list | None = None,
 ) -> Timeline:
     """Run the program's queues to FINISH; ``execute(i, engine)`` does instruction i's work."""
     if not insns or not isinstance(insns[-1], Finish):
@@ -97,6 +98,9 @@ def run_queues(
                                                (Engine.EX, Engine.ST), (Engine.ST, Engine.EX))}
     head = dict.fromkeys(Engine, 0)
     free = dict.fromkeys(Engine, 0)
+    tail = dict.fromkeys(Engine, 0)  # cycles of the engine's last instruction a following GEMM may overlap
+    is_gemm = [isinstance(x, Gemm) for x in insns]
+    ex = _ExUnits(ex_units, boxes, overlap) if ex_units is not None else None
     busy = dict.fromkeys(Engine, 0)
     stall = dict.fromkeys(Engine, 0)
     start = np.full(len(insns), -1, dtype=np.int64)
@@ -118,7 +122,10 @@ def run_queues(
                 if any(not fifos[k].tokens for k in pops[i]):
                     continue
                 arrive = max([fifos[k].tokens[0][0] for k in pops[i]], default=0)
-                cand = (max(free[e], arrive), i, e)
+                if e == Engine.EX and ex_units is not None:
+                    cand = (max(ex.earliest(i), arrive), i, e)
+                else:
+                    cand = (max(free[e] - (tail[e] if is_gemm[i] else 0), arrive), i, e)
             if best is None or cand[:2] < best[:2]:
                 best = cand
         if best is None:
@@ -131,7 +138,9 @@ def run_queues(
             for f in Engine:
                 if isinstance(insn, Barrier):
                     stall[f] += t0 - free[f]
-                    free[f] = t0
+                    free[f], tail[f] = t0, 0
+                if ex is not None and isinstance(insn, Barrier):
+                    ex.align(t0)
                 head[f] += 1
             races.barrier()
             start[i] = end[i] = t0
@@ -144,9 +153,11 @@ def run_queues(
             fifos[k].pops.append((int(races.clock[e, e]), i))
         execute(i, e)
         t1 = t0 + latency(i)
-        stall[e] += t0 - free[e]
-        busy[e] += t1 - t0
-        free[e] = t1
+        stall[e] += max(0, t0 - free[e])
+        busy[e] += max(0, t1 - max(t0, free[e]))
+        free[e], tail[e] = max(free[e], t1), overlap(i)
+        if ex is not None and e == Engine.EX:
+            ex.done(i, t0, t1)
         start[i], end[i] = t0, t1
         head[e] += 1
         for k in pushes[i]:
@@ -155,6 +166,53 @@ def run_queues(
     left = [f"{len(f.tokens)} token(s) pushed to {f.name} were never popped (the last by "
             f"{describe(f.tokens[-1][2])})" for f in fifos.values() if f.tokens]
     return Timeline(start, end, busy, stall, int(end[-1]), left)
+
+
+class _ExUnits:
+    """The EX queue issues in order to two units, the systolic array and the vector unit, which run
+    concurrently; an instruction waits for its unit (a GEMM after a GEMM overlaps its fill/drain),
+    for the previous EX instruction to have started, and for every recent instruction of the other
+    unit whose buffer rows (``boxes``: compiler.sim.timing.footprint) overlap its own."""
+
+    WINDOW = 32
+
+    def __init__(self, units: list, boxes: list, overlap: Callable[[int], int]) -> None:
+        self.units, self.boxes, self.overlap = units, boxes, overlap
+        self.unit_free = [0, 0]
+        self.tail = 0  # the array's last GEMM's fill/drain, which a following GEMM may overlap
+        self.issue = 0
+        self.recent: deque = deque(maxlen=self.WINDOW)
+
+    def earliest(self, i: int) -> int:
+        u = self.units[i]
+        if u is None:
+            return max(self.issue, *self.unit_free)
+        t = max(self.issue, self.unit_free[u] - (self.tail if u == 0 else 0))
+        mine = self.boxes[i]
+        for u2, theirs, end in self.recent:
+            if u2 != u and end > t and _overlap(mine, theirs):
+                t = end
+        return t
+
+    def done(self, i: int, t0: int, t1: int) -> None:
+        u = self.units[i]
+        self.issue = t0
+        if u is None:
+            self.unit_free = [max(self.unit_free[0], t1), max(self.unit_free[1], t1)]
+            self.tail = 0
+            return
+        self.unit_free[u] = t1
+        if u == 0:
+            self.tail = self.overlap(i)
+        self.recent.append((u, self.boxes[i], t1))
+
+    def align(self, t: int) -> None:
+        self.unit_free, self.tail, self.issue = [t, t], 0, t
+        self.recent.clear()
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return any(ba == bb and lo < hi2 and lo2 < hi for ba, lo, hi in a for bb, lo2, hi2 in b)
 
 
 def _push(fifo: _Fifo, races: RaceDetector, engine: Engine, index: int, t1: int, depth: int,

@@ -90,7 +90,11 @@ def simulate(
 
     races = RaceDetector({b: target.buffer_rows(b) for b in Buffer}, describe)
     lat = np.array([costs.latency(x, target, mode) for x in insns], dtype=np.int64)
-    tl = run_queues(insns, target.token_depth, races, describe, execute, lambda i: int(lat[i]))
+    tail = [costs.gemm_overlap(x, target, mode) for x in insns]
+    units = [costs.ex_unit(x) for x in insns]
+    boxes = [costs.footprint(x, target) for x in insns]
+    tl = run_queues(insns, target.token_depth, races, describe, execute, lambda i: int(lat[i]), tail.__getitem__,
+                    units, boxes)
 
     outputs = {io.name: _read_output(state, io) for io in program.io
                if io.direction == "output"} if functional else {}

@@ -75,7 +75,8 @@ def test_cli_compile_writes_binary_and_reference(tmp_path):
     assert doc["layers"][0]["op"] == "QLinearConv"
     assert doc["predicted_cycles"] > 0
     assert (tmp_path / "tiny.q.onnx").exists()
-    assert all(p.name in ("tiny.onnx", "tiny.axb", "tiny.q.onnx") for p in tmp_path.iterdir())  # no temp left
+    assert all(p.name in ("tiny.onnx", "tiny.axb", "tiny.q.onnx", "tiny.map.json")
+               for p in tmp_path.iterdir())  # no temp left
 
 
 def test_cli_compile_error_is_a_user_error(tmp_path):
