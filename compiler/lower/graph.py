@@ -328,9 +328,15 @@ class GraphLowering:
         k = tuple(at["kernel_shape"])
         s = tuple(at.get("strides", [1, 1]))
         p = tuple(at.get("pads", [0, 0, 0, 0]))
-        if at.get("ceil_mode", 0):  # the partial last window = extra bottom/right padding (pads do not count
-            extra = [-(x.shape[2 + a] + p[a] + p[a + 2] - k[a]) % s[a] for a in range(2)]  # in max, and count
-            p = (p[0], p[1], p[2] + extra[0], p[3] + extra[1])  # as kernel size in ORT's count_include_pad)
+        if at.get("ceil_mode", 0):  # the partial last window = extra bottom/right padding (0 in max; in average
+            extra = []              # the divisor is the kernel size or the in-image count, as ORT's)
+            for a in range(2):
+                n, lo, hi = x.shape[2 + a], p[a], p[a + 2]
+                out = -(-(n + lo + hi - k[a]) // s[a]) + 1
+                if (out - 1) * s[a] >= n + lo:  # ONNX / ORT: a last window starting in the end padding is dropped
+                    out -= 1
+                extra.append(max(0, (out - 1) * s[a] + k[a] - (n + lo + hi)))
+            p = (p[0], p[1], p[2] + extra[0], p[3] + extra[1])
         return k, s, (p[0], p[1], p[2], p[3]), at
 
     def maxpool(self, node) -> None:

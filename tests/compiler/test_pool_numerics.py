@@ -1,5 +1,6 @@
 """Average pooling with independent input and output quantization (the quantizer makes them equal;
-a user's QDQ model need not): 0 LSB vs onnxruntime, random shapes, scales and zero points.
+a user's QDQ model need not), with and without count_include_pad, with ceil_mode: 0 LSB vs
+onnxruntime, random shapes, scales and zero points.
 
 The model is Q -> DQ -> AveragePool -> Q -> DQ with hypothesis-drawn scales and zero points, so the
 float32 steps of VEC RFADD / FDIV / FQUANT (onnxruntime's qlinear_pool.cc) and the global fallback
@@ -25,13 +26,13 @@ from compiler.sim.check import check_outputs
 from compiler.target import Target
 
 
-def _qdq_pool(path: Path, shape, kernel, stride, pads, xs, xz, ys, yz) -> Path:
+def _qdq_pool(path: Path, shape, kernel, stride, pads, xs, xz, ys, yz, count_pad=1, ceil=0) -> Path:
     inits = [numpy_helper.from_array(np.float32(xs), "xs"), numpy_helper.from_array(np.uint8(xz), "xz"),
              numpy_helper.from_array(np.float32(ys), "ys"), numpy_helper.from_array(np.uint8(yz), "yz")]
     nodes = [oh.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
              oh.make_node("DequantizeLinear", ["q", "xs", "xz"], ["d"]),
              oh.make_node("AveragePool", ["d"], ["a"], kernel_shape=list(kernel), strides=list(stride), pads=list(pads),
-                          count_include_pad=1),
+                          count_include_pad=count_pad, ceil_mode=ceil),
              oh.make_node("QuantizeLinear", ["a", "ys", "yz"], ["qa"]),
              oh.make_node("DequantizeLinear", ["qa", "ys", "yz"], ["y"])]
     g = oh.make_graph(nodes, "t", [oh.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
@@ -40,11 +41,15 @@ def _qdq_pool(path: Path, shape, kernel, stride, pads, xs, xz, ys, yz) -> Path:
     return path
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(c=st.integers(1, 20), h=st.integers(1, 10), w=st.integers(1, 10), kh=st.integers(1, 4), kw=st.integers(1, 4),
        s=st.integers(1, 3), pad=st.booleans(), global_=st.booleans(), xs=st.floats(1e-3, 1.0), ratio=st.floats(0.2, 5.0),
-       xz=st.integers(0, 255), yz=st.integers(0, 255), seed=st.integers(0, 1000))
-def test_avgpool_any_quantization_bit_exact(c, h, w, kh, kw, s, pad, global_, xs, ratio, xz, yz, seed):
+       xz=st.integers(0, 255), yz=st.integers(0, 255), count_pad=st.integers(0, 1), ceil=st.integers(0, 1),
+       seed=st.integers(0, 1000))
+def test_avgpool_any_quantization_bit_exact(c, h, w, kh, kw, s, pad, global_, xs, ratio, xz, yz, count_pad, ceil,
+                                            seed):
+    """count_include_pad = 0 with padding or ceil_mode: the divisor is each window's in-image count
+    (per-output CONST rows for FDIV); = 1: the kernel size."""
     if global_:  # kernel = image, no padding: onnxruntime's integer fallback
         kh, kw, pads = h, w, (0, 0, 0, 0)
     else:
@@ -52,7 +57,8 @@ def test_avgpool_any_quantization_bit_exact(c, h, w, kh, kw, s, pad, global_, xs
         pads = (kh // 2, kw // 2, kh // 2, kw // 2) if pad else (0, 0, 0, 0)
     xs = np.float32(xs)
     with tempfile.TemporaryDirectory() as tmp:
-        q = _qdq_pool(Path(tmp) / "q.onnx", (1, c, h, w), (kh, kw), (s, s), pads, xs, xz, np.float32(xs * ratio), yz)
+        q = _qdq_pool(Path(tmp) / "q.onnx", (1, c, h, w), (kh, kw), (s, s), pads, xs, xz, np.float32(xs * ratio), yz,
+                      count_pad, 0 if global_ else ceil)
         assert "QLinearAveragePool" in {n.op_type for n in fused_model(q).graph.node}
         program, _ = lower_qdq(q, Target())
         x = {"x": np.random.default_rng(seed).integers(0, 256, (1, c, h, w), dtype=np.uint8)}
