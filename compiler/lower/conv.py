@@ -192,19 +192,33 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
                 tile.ld.append(Load(buf=Buffer.SPAD, padsel=True, sram=a0 + i * rin(rows) * wp, y_size=real,
                                     x_size=w, dram_addr=x.addr + i * plane_in + lo * w * L, dram_pitch=w * L,
                                     y_pad0=ypad0, y_pad1=ypad1, x_pad0=spec.pads[1], x_pad1=spec.pads[3]))
+            gemms, posts = [], []
             for jj in range(gn):
                 acc0 = (blk % 2) * (tg.acc_rows // 2)
                 blk += 1
-                for i in range(cb):
-                    tile.ex.append(Gemm(loadw=True, acc=i > 0, dtype=GemmType.U8, a_base=a0 + i * rin(rows) * wp,
-                                        w_base=wh + (jj * cb + i) * taps * L, c_base=acc0, mx=wo, my=r, l0=kw,
-                                        l1=kh, a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp))
-                tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, r, wo, o0 + jj * r * wo, acc0)
+                gemms.append([Gemm(loadw=True, acc=i > 0, dtype=GemmType.U8, a_base=a0 + i * rin(rows) * wp,
+                                   w_base=wh + (jj * cb + i) * taps * L, c_base=acc0, mx=wo, my=r, l0=kw, l1=kh,
+                                   a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp) for i in range(cb)])
+                posts.append(_bias_requant(ch + 2 * jj, ch + 2 * jj + 1, r, wo, o0 + jj * r * wo, acc0))
                 tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * r * wo, y_size=r, x_size=wo,
                                      dram_addr=y.addr + (j0 + jj) * plane_out + r0 * wo * L, dram_pitch=wo * L))
+            tile.ex += software_pipeline(gemms, posts)
             tiles_out.append(tile)
             t += 1
     em.pipeline(tiles_out)
+
+
+def software_pipeline(gemms: list[list], posts: list[list]) -> list:
+    """EX order G0, then block j's GEMMs interleaved one by one with block j-1's bias/requant VECs,
+    then the last block's VECs: EX issues in order, so each unit's next instruction must not sit
+    behind a long run of the other's; with the blocks in alternate ACC halves the array computes
+    block j while the vector unit finishes block j-1 (max of the two per block, not their sum)."""
+    from itertools import zip_longest
+
+    out: list = list(gemms[0]) if gemms else []
+    for j in range(1, len(gemms)):
+        out += [x for pair in zip_longest(gemms[j], posts[j - 1]) for x in pair if x is not None]
+    return out + (list(posts[-1]) if posts else [])
 
 
 def _bias_requant(bias_row: int, scale_row: int, r: int, wo: int, dst: int, acc: int = 0) -> list:
@@ -344,12 +358,14 @@ def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray,
         tile.ld = em.load_rows(Buffer.SPAD, wh, gn * per_block, w_addr + j0 * per_block * L)
         tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn, dram_addr=c_addr + j0 * 8 * L,
                             dram_pitch=4 * L))
+        gemms, posts = [], []
         for jj in range(gn):
             acc0 = ((j0 + jj) % 2) * (tg.acc_rows // 2)
-            tile.ex.append(Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=acc0,
-                                mx=1, my=m, l0=l0, l1=kb // l0, a_sy=kb, a_s0=1, a_s1=l0))
-            tile.ex += _bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m, acc0)
+            gemms.append([Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=acc0,
+                               mx=1, my=m, l0=l0, l1=kb // l0, a_sy=kb, a_s0=1, a_s1=l0)])
+            posts.append(_bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m, acc0))
             tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * m, y_size=m, dram_addr=y.addr + (j0 + jj) * L,
                                  dram_pitch=nb * L))
+        tile.ex += software_pipeline(gemms, posts)
         tiles.append(tile)
     em.pipeline(tiles)
