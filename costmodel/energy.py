@@ -3,10 +3,13 @@
 ``energy = sum over levels and tensors of (reads * read_pj + (fills + updates) * write_pj)
 + MACs * mac.energy_pj + network words * hop_pj + leakage power * time``.
 
+Leakage convention (the same for vector layers, ``costmodel/vector.py``): the whole chip leaks for
+the layer's duration, busy or not: every instance of every level, every MAC, and the vector unit
+(``vector_unit.leak_mw``, when the config has one: it idles through a MAC layer but stays powered).
+
 Per-word energies are the architecture's resolved ``read_pj`` / ``write_pj`` (the technology model,
 or the config's overrides); a fill (a word arriving from the parent) and an update (a partial sum
-written back by a child) both cost one write. Leakage is charged on every instance of a level, and
-on every MAC (``mac.leak_mw`` each), for the whole latency, busy or not. Everything is numpy over
+written back by a child) both cost one write. Everything is numpy over
 the batch axis; the breakdown arrays add up to the total (up to float rounding: the total is
 computed from per-level sums, the breakdown per level, tensor and action).
 """
@@ -37,7 +40,8 @@ def _lbt(a: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Energy:
-    """Energy (pJ) of B mappings. ``total``, ``mac``, ``mac_leakage`` [B] are computed eagerly (the
+    """Energy (pJ) of B mappings. ``total``, ``mac``, ``mac_leakage``, ``vector_leakage`` (the
+    vector unit's, zero without one) [B] are computed eagerly (the
     mappers need only totals); the breakdown arrays are computed on first use: ``access``
     [B, L, T, 3] (read, fill, update), ``network`` [B, L, T] (words over the fan-out below each
     level), ``leakage`` [B, L]."""
@@ -45,6 +49,7 @@ class Energy:
     total: np.ndarray
     mac: np.ndarray
     mac_leakage: np.ndarray
+    vector_leakage: np.ndarray
     seconds: np.ndarray
     acc: Accesses
     vectors: dict[str, np.ndarray]
@@ -92,4 +97,11 @@ def energy(arch: Architecture, acc: Accesses, latency_s: np.ndarray) -> Energy:
     mac_leakage = seconds * (float(arch.mac.leak_mw) * arch.num_pes * PJ_PER_MW_S)
     total = v["read_pj"] @ reads + v["write_pj"] @ writes + v["hop_pj"] @ hops + mac + mac_leakage
     total += seconds * (v["leak_mw"].sum() * PJ_PER_MW_S)
-    return Energy(total=total, mac=mac, mac_leakage=mac_leakage, seconds=seconds, acc=acc, vectors=v)
+    vu = getattr(arch, "vector_unit", None)
+    if vu is None:
+        vector_leakage = np.zeros_like(seconds)
+    else:
+        vector_leakage = seconds * (float(vu.leak_mw) * PJ_PER_MW_S)
+        total += vector_leakage
+    return Energy(total=total, mac=mac, mac_leakage=mac_leakage, vector_leakage=vector_leakage,
+                  seconds=seconds, acc=acc, vectors=v)

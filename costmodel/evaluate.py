@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from costmodel.mapping import Mapping, MappingBatch
     from costmodel.problem import Problem
 
-RESERVED = ("mac", "network", "leakage")
+RESERVED = ("mac", "network", "leakage", "vector_unit")
 """Keys of ``energy_breakdown_pj`` next to the level names."""
 
 
@@ -117,8 +117,8 @@ class Evaluation:
         return out
 
     def energy_breakdown(self) -> dict[str, Any]:
-        """{level: {tensor: {read, fill, update}}, mac, network: {level}, leakage: {level, mac}} in
-        pJ; its leaves add up to ``energy_pj``."""
+        """{level: {tensor: {read, fill, update}}, mac, network: {level}, leakage: {level, mac,
+        vector_unit}} in pJ; its leaves add up to ``energy_pj``."""
         en, i = self.batch.en, self.index
         out: dict[str, Any] = {}
         for li, lv in enumerate(self.batch.level_names):
@@ -128,6 +128,7 @@ class Evaluation:
         out["network"] = {lv: float(en.network[i, li].sum()) for li, lv in enumerate(self.batch.level_names)}
         out["leakage"] = {lv: float(en.leakage[i, li]) for li, lv in enumerate(self.batch.level_names)}
         out["leakage"]["mac"] = float(en.mac_leakage[i])
+        out["leakage"]["vector_unit"] = float(en.vector_leakage[i])
         return out
 
     def to_dict(self) -> dict[str, Any]:

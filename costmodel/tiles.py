@@ -178,10 +178,6 @@ def _merged_entry(coefs: tuple[int, ...], span: int, key: tuple[int, ...]) -> tu
     ``key`` per term: tile extent n, then (w, f) pairs of its merged digits (f = 1: unused).
     U = X ⊕ O; Stab(Δ) = #{v in U : every child covering v held it already before the tiles moved by Δ}.
     """
-    cache_key = (coefs, span, key)
-    hit = _MERGED.get(cache_key)
-    if hit is not None:
-        return hit
     per = len(key) // len(coefs)
     tiles, offs = [], []
     for ti, c in enumerate(coefs):
@@ -205,19 +201,23 @@ def _merged_entry(coefs: tuple[int, ...], span: int, key: tuple[int, ...]) -> tu
     stable = anyc[:, None] & ~(covered[:, :, None] & ~prev).any(axis=0)
     stab = np.zeros(2 * span + 1, np.int64)
     stab[span - reach:span + reach + 1] = stable.sum(axis=0)
-    out = (len(u), stab)
-    _MERGED[cache_key] = out
-    return out
+    return len(u), stab
 
 
 def merged_stats(coefs: tuple[int, ...], span: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For rows of ``keys`` [N, K]: |U| [N], the distinct Stab rows [U, 2*span+1] and each key
-    row's index into them [N]."""
+    row's index into them [N]. Entries are cached for the process, keyed by the row's bytes (exact
+    for int64 rows, and cheaper to build than a tuple of ints)."""
     uniq, inv = unique_rows(keys)
-    sizes = np.empty(len(uniq), np.int64)
-    rows = np.empty((len(uniq), 2 * span + 1), np.int64)
-    for i, r in enumerate(uniq):
-        sizes[i], rows[i] = _merged_entry(coefs, span, tuple(int(v) for v in r))
+    hits = []
+    for r in uniq:
+        ck = (coefs, span, r.tobytes())
+        hit = _MERGED.get(ck)
+        if hit is None:
+            hit = _MERGED[ck] = _merged_entry(coefs, span, tuple(r.tolist()))
+        hits.append(hit)
+    sizes = np.fromiter((h[0] for h in hits), np.int64, len(hits))
+    rows = np.array([h[1] for h in hits]).reshape(len(hits), 2 * span + 1)
     return sizes[inv], rows, inv
 
 
@@ -230,7 +230,7 @@ def sumset_sizes(coefs: tuple[int, ...], keys: np.ndarray) -> np.ndarray:
     per = keys.shape[1] // len(coefs)
     out = np.empty(len(uniq), np.int64)
     for i, r in enumerate(uniq):
-        k = (coefs, tuple(int(v) for v in r))
+        k = (coefs, r.tobytes())
         if k not in _SUMSET:
             parts = []
             for ti, c in enumerate(coefs):

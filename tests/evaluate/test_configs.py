@@ -36,7 +36,7 @@ def test_invariants_on_shipped_config(name):
         assert (ev.latency_cycles >= math.ceil(problem.macs / arch.num_pes)).all()
         assert (ev.latency_cycles >= ev.lat.traffic.max(axis=2).max(axis=1)).all()
         parts = ev.en.access.sum(axis=(1, 2, 3)) + ev.en.network.sum(axis=(1, 2)) + ev.en.leakage.sum(axis=1)
-        np.testing.assert_allclose(ev.energy_pj, parts + ev.en.mac + ev.en.mac_leakage, rtol=1e-12)
+        np.testing.assert_allclose(ev.energy_pj, parts + ev.en.mac + ev.en.mac_leakage + ev.en.vector_leakage, rtol=1e-12)
         # a single mapping evaluated alone gives the same numbers as its row of the batch
         one = evaluate(problem, arch, batch.mapping(7, problem)).to_dict()
         assert one["energy_pj"] == pytest.approx(ev.energy_pj[7], rel=1e-12)

@@ -88,3 +88,16 @@ def test_no_overlap_and_single_buffering(batch):
     slow = NS(**{**vars(ARCH), "levels": (ARCH.levels[0], NS(**{**vars(ARCH.levels[1]), "double_buffered": False,
                                                                    "write_bw": 2}))})
     assert evaluate_batch(PROBLEM, slow, batch).latency_cycles[0] == 26
+
+
+def test_vector_unit_leaks_through_a_mac_layer(batch):
+    # Convention (costmodel/energy.py, costmodel/vector.py): the whole chip leaks for the layer's
+    # duration. Give ARCH a vector unit leaking 2 mW: over the 12-cycle (12 ns) layer it adds
+    # 2e-3 W x 12e-9 s = 24e-12 J = 24 pJ -> 345.6 + 24 = 369.6 pJ; nothing else changes.
+    with_vu = NS(**{**vars(ARCH), "vector_unit": NS(leak_mw=2.0)})
+    ev = evaluate_batch(PROBLEM, with_vu, batch)
+    assert ev.latency_cycles[0] == 12
+    assert math.isclose(ev.en.vector_leakage[0], 24.0)
+    assert math.isclose(ev.energy_pj[0], 369.6)
+    # without a vector unit there is nothing to charge
+    assert evaluate_batch(PROBLEM, ARCH, batch).en.vector_leakage[0] == 0.0
