@@ -1,9 +1,11 @@
 """Compile and simulate time per zoo model, with the largest output difference vs onnxruntime.
 
-For each model: export (fp32, the zoo's seeded weights), quantize + lower (``compile_full``, timed
-as "compile"), simulate once on a seeded random input with timing (timed as "simulate"), and
+For each model: export (fp32, the zoo's seeded weights), quantize + map + lower (``compile_full``
+with the hwconfig, so dense convs and FCs take their tiles from the mapper; timed as "compile", of
+which "mapper" is the time in dse.mappers.map_layer), simulate once on a seeded random input with timing (timed as "simulate"), and
 compare the outputs with onnxruntime on the quantized model (max LSB). A model the compiler cannot
-lower is listed with the UserError's first words. Baseline in the same process: onnxruntime's own
+lower is listed with the UserError's first words. Also printed: the per-layer ratio of simulated
+cycles to the analytical latency of the same mapping (median, range, layers within 10%). Baseline in the same process: onnxruntime's own
 run time of the quantized model (the ratio says how much slower the exact simulator is).
 Targets (issue 6): MobileNetV2 compiles in < 30 s and simulates in < 60 s on 2 cores.
 
@@ -27,9 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler.compile import compile_full, resolve_target
+from compiler.compile import compile_full
 from compiler.sim import simulate
-from compiler.sim.check import check_outputs
+from compiler.sim.check import check_outputs, timing_table
 from costmodel.errors import UserError
 
 CNNS = ["keyword_spotting", "gaze_estimation", "hand_tracking", "eye_segmentation", "depth_estimation",
@@ -42,7 +44,7 @@ def bench(name: str, hw: str, work: Path) -> str:
     src = workloads.export(name, work / f"{name}.onnx")
     t0 = time.perf_counter()
     try:
-        compiled = compile_full(src, resolve_target(hw), qdq_out=work / f"{name}.q.onnx")
+        compiled = compile_full(src, hw, qdq_out=work / f"{name}.q.onnx")
     except UserError as exc:
         return f"{name:20s} not compiled: {str(exc)[:150]}"
     t_compile = time.perf_counter() - t0
@@ -62,9 +64,12 @@ def bench(name: str, hw: str, work: Path) -> str:
     lsb = max(c.max_lsb_ort for c in checks)
     bad = sum(c.mismatches_ort for c in checks)
     total = sum(c.elements for c in checks)
-    return (f"{name:20s} compile {t_compile:6.2f} s  simulate {t_sim:6.2f} s  ({t_sim / t_ort:6.0f}x onnxruntime)  "
+    ratios = np.array([r["ratio"] for r in timing_table(compiled.layers, result.nodes)])
+    band = (f"  sim/analytical median {np.median(ratios):.3f} [{ratios.min():.3f}, {ratios.max():.3f}], "
+            f"{int((abs(ratios - 1) <= 0.1).sum())}/{ratios.size} layers within 10%") if ratios.size else ""
+    return (f"{name:20s} compile {t_compile:6.2f} s (mapper {compiled.mapper_seconds:5.2f} s)  simulate {t_sim:6.2f} s  ({t_sim / t_ort:6.0f}x onnxruntime)  "
             f"{len(program.instructions):6d} insns  {result.cycles:>12,} cycles  max {lsb} LSB vs ORT "
-            f"({bad}/{total} outputs differ)")
+            f"({bad}/{total} outputs differ){band}")
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ class Compiled:
     program: Program
     qdq_model: Path | None
     layers: list[dict] = field(default_factory=list)
+    mapper_seconds: float = 0.0  # time in dse.mappers.map_layer (part of the compile time)
 
 
 def resolve_target(arch: Any) -> Target:
@@ -68,7 +69,7 @@ def _resolve_model(model: str | Path, work: Path, seed: int) -> Path:
 
 
 def lower_qdq(qdq_path: str | Path, target: Target, *, expose: bool = False, arch: Any = None,
-              seed: int = 0) -> tuple[Program, list[dict]]:
+              seed: int = 0, stats: dict | None = None) -> tuple[Program, list[dict]]:
     """Lower an already-quantized (QDQ) ONNX model to a Program for ``target``.
 
     With ``arch`` (the Architecture ``target`` was derived from) the dense convs and FCs take their
@@ -100,6 +101,8 @@ def lower_qdq(qdq_path: str | Path, target: Target, *, expose: bool = False, arc
                       const_base=0, const_segments=em.segments,
                       io=g.io, dram_size=dram, debug=em.debug)
     program.validate()
+    if stats is not None:
+        stats["mapper_seconds"] = planner.seconds if planner is not None else 0.0
     return program, em.layers
 
 
@@ -119,11 +122,12 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
         src = _resolve_model(model, Path(work), seed)
         qdq = Path(work) / "model.q.onnx"
         quantize_model(src, qdq, calibration=calibration, seed=seed)
-        program, layers = lower_qdq(qdq, target, arch=hw, seed=seed)
+        stats: dict = {}
+        program, layers = lower_qdq(qdq, target, arch=hw, seed=seed, stats=stats)
         kept = None
         if qdq_out is not None:
             kept = atomic_write_bytes(qdq_out, qdq.read_bytes())
-    return Compiled(program, kept, layers)
+    return Compiled(program, kept, layers, stats["mapper_seconds"])
 
 
 def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.isa import Buffer, Elem, Engine, Gemm, GemmType, Load, Reg, Src1Mode, Store, Vec, VecOp
-from compiler.lower.emitter import Act, Emitter, Tile, blocks
+from compiler.lower.emitter import MAX_CHUNKS, Act, Emitter, Tile, blocks
 from compiler.lower.mapped import lane_factor, padded_channels
 from compiler.sim.quant import output_scale
 from costmodel.errors import UserError
@@ -203,6 +203,7 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
                 tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * r * wo, y_size=r, x_size=wo,
                                      dram_addr=y.addr + (j0 + jj) * plane_out + r0 * wo * L, dram_pitch=wo * L))
             tile.ex += software_pipeline(gemms, posts)
+            tile.ex_marks, tile.st_marks = store_chunks(tile.ex, posts)
             tiles_out.append(tile)
             t += 1
     em.pipeline(tiles_out)
@@ -219,6 +220,18 @@ def software_pipeline(gemms: list[list], posts: list[list]) -> list:
     for j in range(1, len(gemms)):
         out += [x for pair in zip_longest(gemms[j], posts[j - 1]) for x in pair if x is not None]
     return out + (list(posts[-1]) if posts else [])
+
+
+def store_chunks(ex: list, posts: list[list]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Split a tile's output blocks (one STORE each) into up to 1 + MAX_CHUNKS chunks; EX signals ST
+    after each chunk's last REQUANT, so the tile's first blocks are stored while EX computes the rest."""
+    n = len(posts)
+    parts = min(n, 1 + MAX_CHUNKS)
+    if parts < 2:
+        return (), ()
+    ends = [(c + 1) * n // parts - 1 for c in range(parts - 1)]  # last block of each chunk but the last
+    where = {id(x): i for i, x in enumerate(ex)}
+    return tuple(where[id(posts[e][-1])] for e in ends), tuple(e + 1 for e in ends)
 
 
 def _bias_requant(bias_row: int, scale_row: int, r: int, wo: int, dst: int, acc: int = 0) -> list:

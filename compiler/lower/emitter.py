@@ -24,6 +24,9 @@ from costmodel.errors import UserError
 
 ALIGN = 64
 MAX_BOX_ROWS = 4096  # LOAD/STORE y_size limit (12-bit field)
+MAX_CHUNKS = 2
+"""Extra EX->ST tokens per tile: with two tiles in flight at most 2 * (1 + MAX_CHUNKS) <= token_depth 8
+tokens wait in EX->ST (the FIFO check in compiler/sim/engines.py is timing-independent)."""
 
 
 def align(n: int, a: int = ALIGN) -> int:
@@ -59,6 +62,10 @@ class Tile:
     ld: list = field(default_factory=list)
     ex: list = field(default_factory=list)
     st: list = field(default_factory=list)
+    # optional store chunks: EX index after which chunk c is ready, ST index where its stores begin
+    # (the last chunk ends at ex[-1]; the first begins at st[0]); at most MAX_CHUNKS per tile
+    ex_marks: tuple[int, ...] = ()
+    st_marks: tuple[int, ...] = ()
 
 
 class Emitter:
@@ -125,7 +132,13 @@ class Emitter:
             ld = _flag(ld, -1, push_next=True)
             ex = _flag(tile.ex, 0, pop_prev=True, pop_next=t >= 2)
             ex = _flag(ex, -1, push_prev=t < n - 2, push_next=True)
+            if len(tile.ex_marks) != len(tile.st_marks) or len(tile.ex_marks) > MAX_CHUNKS:
+                raise AssertionError(f"{self.node} {tile.label}: store chunks {tile.ex_marks} / {tile.st_marks}")
+            for k in tile.ex_marks:  # chunk ready: ST may store it while EX computes the next chunk
+                ex = _flag(ex, k, push_next=True)
             st = _flag(tile.st, 0, pop_prev=True)
+            for k in tile.st_marks:
+                st = _flag(st, k, pop_prev=True)
             st = _flag(st, -1, push_prev=t < n - 2)
             for insn in (*ld, *ex, *st):
                 self.emit(insn)
