@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodel.loop_order import inner_sum, loop_slots, running, within
 from costmodel.mapping import MappingBatch
 from costmodel.problem import Problem
 from costmodel.tiles import (
@@ -53,54 +54,6 @@ class Accesses:
         return self.fills + self.updates
 
 
-def _running(op: np.ufunc, a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``op.accumulate(a, axis=0)`` row by row (the ufunc's own accumulate over the first axis of
-    [L, B] is several times slower than L whole-row operations)."""
-    out = np.empty_like(a) if out is None else out
-    out[0] = a[0]
-    for m in range(1, len(a)):
-        op(out[m - 1], a[m], out=out[m])
-    return out
-
-
-def _loop_slots(rank: np.ndarray, d_all: int) -> np.ndarray:
-    """[L, D, B] flat index of each loop in an [L, d_all, B] array ordered by loop position."""
-    n_lv, _, b = rank.shape
-    flat = rank.astype(np.intp) * b
-    flat += (np.arange(n_lv) * (d_all * b))[:, None, None] + np.arange(b)
-    return flat
-
-
-def _within(t: np.ndarray, slots: np.ndarray, d_all: int) -> np.ndarray:
-    """[L, D, B]: product of the factors of the loops outer to each loop in its level's order.
-    Scatters the factors into loop order (the dropped dims' slots keep factor 1), takes exclusive
-    prefix products and gathers them back: linear in D, where comparing every pair is quadratic."""
-    n_lv, _, b = t.shape
-    in_order = np.ones(n_lv * d_all * b, np.int64)
-    in_order[slots.ravel()] = t.ravel()
-    in_order = in_order.reshape(n_lv, d_all, b)
-    prefix = np.empty_like(in_order)
-    prefix[:, 0] = 1
-    for r in range(1, d_all):
-        np.multiply(prefix[:, r - 1], in_order[:, r - 1], out=prefix[:, r])
-    return prefix.ravel().take(slots)
-
-
-def _inner_sum(values: list[tuple[int, np.ndarray]], slots: np.ndarray, d_all: int, at: list[int]) -> np.ndarray:
-    """[L, len(at), B]: for the loops of dims ``at``, the sum of ``values`` ((dim, [L, B]) pairs)
-    of the dims whose loops are inner to it at the same level (exclusive suffix sums in loop order)."""
-    n_lv, _, b = slots.shape
-    in_order = np.zeros(n_lv * d_all * b, np.int64)
-    for e, v in values:
-        in_order[slots[:, e].ravel()] = v.ravel()
-    in_order = in_order.reshape(n_lv, d_all, b)
-    suffix = np.empty_like(in_order)
-    suffix[:, -1] = 0
-    for r in range(d_all - 2, -1, -1):
-        np.add(suffix[:, r + 1], in_order[:, r + 1], out=suffix[:, r])
-    return suffix.ravel().take(slots[:, at])
-
-
 class _Batch:
     """Arrays shared by every tensor's links, [.., D, B]."""
 
@@ -123,10 +76,10 @@ class _Batch:
         self.geo, self.t, self.rank, self.xy = geo, t, rank, geo.xy
         self.n_above = np.ones((n_lv + 1, b), np.int64)
         self.sp_above = np.ones((n_lv + 1, b), np.int64)
-        _running(np.multiply, np.multiply.reduce(t, axis=1), self.n_above[1:])
-        _running(np.multiply, np.multiply.reduce(geo.xy, axis=1), self.sp_above[1:])
-        self.slots, self.d_all = _loop_slots(rank, d_all), d_all
-        self.wts = _within(t, self.slots, d_all)  # product of the factors of the loops outer to each, same level
+        running(np.multiply, np.multiply.reduce(t, axis=1), self.n_above[1:])
+        running(np.multiply, np.multiply.reduce(geo.xy, axis=1), self.sp_above[1:])
+        self.slots, self.d_all = loop_slots(rank, d_all), d_all
+        self.wts = within(t, self.slots, d_all)  # product of the factors of the loops outer to each, same level
         self.wts *= self.n_above[:n_lv, None, :]
         self.wts *= t - 1  # steps at which a loop advances
         self.pos = rank + (np.arange(n_lv, dtype=np.int16) * d_all)[:, None, None]  # nest position of each loop
@@ -153,7 +106,7 @@ class _Batch:
     def last(self) -> np.ndarray:
         """[L, B]: nest position of the innermost loop with a factor > 1 at levels <= m (-1: none)."""
         if self._last is None:
-            self._last = _running(np.maximum, np.where(self.t > 1, self.pos, -1).max(axis=1))
+            self._last = running(np.maximum, np.where(self.t > 1, self.pos, -1).max(axis=1))
         return self._last
 
     def xy_over(self, nets: tuple[int, ...]) -> np.ndarray | None:
@@ -183,7 +136,7 @@ class _TensorLoops:
         self.free = free = [e for e in range(d) if e not in self.st]
         if self.st:
             pos_st = np.where(bt.t[:, self.st] > 1, bt.pos[:, self.st], -1).max(axis=1)
-            self.js = _running(np.maximum, pos_st)
+            self.js = running(np.maximum, pos_st)
         else:
             self.js = np.full((bt.t.shape[0], bt.t.shape[2]), -1, bt.pos.dtype)
         self.pos, self.wts = bt.pos[:, free], bt.wts[:, free]
@@ -193,7 +146,7 @@ class _TensorLoops:
                 continue
             # e's loop at the same level wraps to 0 when it is inner to the advancing loop ...
             resets = [(e, coef * (bt.t[:, e] - 1) * bt.w_t[:, e]) for coef, e in ax.terms]
-            part = np.negative(_inner_sum(resets, bt.slots, bt.d_all, free))
+            part = np.negative(inner_sum(resets, bt.slots, bt.d_all, free))
             for coef, e in ax.terms:
                 if e in free:
                     part[:, free.index(e)] += coef * bt.w_t[:, e]  # ... and the advancing loop moves
@@ -393,7 +346,7 @@ def _count(problem: Problem, shape: Shape, arch, batch, timeloop: bool, out: lis
     for ti, axes in enumerate(shape.axes):
         is_out = problem.tensors[ti].is_output
         keep = keep_all[:, ti]
-        last_keep = _running(np.maximum, np.where(keep, lv_idx[:, None], 0))
+        last_keep = running(np.maximum, np.where(keep, lv_idx[:, None], 0))
         for c in range(1, n_lv + 1):
             exists = keep[c] if c < n_lv else np.ones(b, bool)
             if not exists.any():

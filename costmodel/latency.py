@@ -109,9 +109,10 @@ def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.nd
     stationary = problem.tensor(STATIONARY[dataflow]).dims()
     stat = [di for di, d in enumerate(problem.dim_names) if d in stationary]
     b, n_lv, n_d = batch.temporal.shape
-    # [L*D, B] rows: whole-row operations over the batch
-    t = batch.temporal.reshape(b, n_lv * n_d).T
-    pos = (batch.order.reshape(b, n_lv * n_d).T + (np.arange(n_lv) * n_d).repeat(n_d)[:, None]).astype(np.int16)
+    # [L*D, B] rows: whole-row operations over the batch (views when the batch is stored batch-last)
+    t = batch.temporal.transpose(1, 2, 0).reshape(n_lv * n_d, b)
+    pos = batch.order.transpose(1, 2, 0).reshape(n_lv * n_d, b).astype(np.int16)
+    pos += (np.arange(n_lv, dtype=np.int16) * n_d).repeat(n_d)[:, None]
     block = np.full(b, -1, np.int16)
     for li in range(n_lv):
         for di in stat:
