@@ -6,7 +6,7 @@ Genome per candidate: one factorization-table row per dimension (``rows [D]``), 
 level and dimension whose ranks are the loop order, and a keep option. Half of the first random
 tilings come from the 32 spatial unrollings with the best lower bounds (:mod:`dse.mappers.bounds`).
 Mutation moves one prime factor of one dimension between two slots (temporal or spatial;
-:func:`neighbour_table`), swaps two loops of a level, or picks another keep option; crossover mixes
+:mod:`dse.mappers.moves`), swaps two loops of a level, or picks another keep option; crossover mixes
 dimensions and levels of two parents. Every generation is one batch through ``evaluate_batch``.
 
 The descent evaluates one neighbourhood per batch, cheapest first, takes the best improving move and
@@ -35,11 +35,11 @@ from costmodel.mapping import MappingBatch
 from costmodel.tiles import tile_words
 from dse.mappers.bounds import lower_bounds
 from dse.mappers.exhaustive import no_fit_error
+from dse.mappers.moves import PrimeMoves
 from dse.mappers.objectives import Objective
 from dse.mappers.result import MapperResult, ParetoPoint, final_mapping
 from dse.mappers.search_state import SearchState
 from dse.mapspace import Mapspace
-from dse.mapspace.factorizations import neighbour_table
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
@@ -68,7 +68,7 @@ class _Search:
                  deadline: float, state: SearchState, eval_kw: dict[str, Any]) -> None:
         self.ms, self.obj, self.rng, self.budget, self.deadline = ms, obj, rng, budget, deadline
         self.state, self.eval_kw = state, eval_kw
-        self._csr: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._moves: dict[int, PrimeMoves] = {}
         self.sample = 512
         self.seen = np.zeros(0, np.int64)  # sorted hashes of the candidates evaluated so far
         self.seen_score = np.zeros(0)  # and their scores
@@ -96,15 +96,14 @@ class _Search:
             return 0
         return self.budget - self.state.evaluated
 
-    def csr(self, di: int) -> tuple[np.ndarray, np.ndarray]:
-        """Prime-move neighbours of dimension ``di``'s table rows: (offsets, flat indices)."""
-        if di not in self._csr:
-            self._csr[di] = neighbour_table(self.ms.tables[di].table)
-        return self._csr[di]
+    def moves(self, di: int) -> PrimeMoves:
+        """Prime moves in dimension ``di``'s table (built on first use)."""
+        if di not in self._moves:
+            self._moves[di] = PrimeMoves(self.ms.tables[di].table)
+        return self._moves[di]
 
     def nbrs(self, di: int, row: int) -> np.ndarray:
-        offsets, flat = self.csr(di)
-        return flat[offsets[row]:offsets[row + 1]]
+        return self.moves(di).neighbours(row)
 
     def ranks(self, g: _Genomes) -> np.ndarray:
         return np.argsort(np.argsort(g.keys, axis=2, kind="stable"), axis=2, kind="stable")
@@ -182,12 +181,7 @@ class _Search:
         for di in range(len(ms.dims)):  # move a prime factor of one dimension
             sel = np.nonzero((kind < 0.6) & (dim == di))[0]
             if sel.size:
-                offsets, flat = self.csr(di)
-                row = g.rows[sel, di]
-                count = offsets[row + 1] - offsets[row]
-                has = count > 0
-                j = offsets[row[has]] + (pick[sel[has]] * count[has]).astype(np.int64)
-                g.rows[sel[has], di] = flat[j]
+                g.rows[sel, di] = self.moves(di).random(g.rows[sel, di], pick[sel])
         sel = np.nonzero((kind >= 0.6) & (kind < 0.85))[0]  # swap two loops of one level
         li = rng.integers(ms.n_levels, size=sel.size)
         a, b = rng.integers(len(ms.dims), size=(2, sel.size))
@@ -370,8 +364,8 @@ class _Search:
 
 def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
              seed: int = 0, max_evaluations: int = 20_000, time_limit_s: float | None = None,
-             population: int = 1024, elite: int = 64, explore: float = 0.25, starts: int = 4, kicks: int = 8,
-             patience: int = 8, pareto: bool = False, mapspace: Mapspace | None = None,
+             population: int = 1024, elite: int = 64, explore: float = 0.25, starts: int = 4, kicks: int = 4,
+             patience: int = 15, pareto: bool = False, mapspace: Mapspace | None = None,
              **eval_kw: Any) -> MapperResult:
     """A good mapping within ``max_evaluations`` cost-model evaluations (see the module docstring)."""
     t0 = time.perf_counter()
