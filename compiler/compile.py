@@ -140,7 +140,7 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
     compiled = compile_full(model, arch, calibration=calibration, seed=seed,
                             qdq_out=out.with_name(out.stem + ".q.onnx"))
     write_binary(compiled.program, out)
-    mapped = [{k: lay[k] for k in ("node", "op", "tiling", "problem", "mapping", "analytical_cycles")}
+    mapped = [{k: lay[k] for k in ("node", "op", "tiles", "tiling", "problem", "mapping", "analytical_cycles")}
               for lay in compiled.layers if "mapping" in lay]
     atomic_write_bytes(out.with_name(out.stem + ".map.json"), json.dumps({"layers": mapped}, indent=1).encode())
     return compiled

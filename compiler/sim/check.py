@@ -110,6 +110,42 @@ def timing_table(layers: list[dict], nodes: list[dict]) -> list[dict]:
         if "analytical_cycles" not in lay or lay["node"] not in sim:
             continue
         s, a = int(sim[lay["node"]]["cycles"]), int(lay["analytical_cycles"])
-        rows.append({"node": lay["node"], "op": lay["op"], "tiling": lay.get("tiling", ""), "sim_cycles": s,
+        rows.append({"node": lay["node"], "op": lay["op"], "tiling": lay.get("tiling", ""),
+                     "tiles": lay.get("tiles", 0), "sim_cycles": s,
                      "analytical_cycles": a, "ratio": s / a if a else float("inf")})
     return rows
+
+
+def explain_gaps(program: Program, start: np.ndarray, end: np.ndarray, rows: list[dict], target) -> None:
+    """Add to each timing row what its simulated span is made of: array cycles (GEMM), vector-unit
+    cycles (VEC), the prologue before its first EX instruction (first loads) and the epilogue after
+    its last (last stores), and a one-line ``why`` for a ratio outside [0.9, 1.1]."""
+    from compiler.isa import Gemm, Vec
+    from compiler.sim.timing import latency
+
+    mode = target.gemm_timing
+    by_node: dict[str, list[int]] = {}
+    for i, entry in program.debug.items():
+        by_node.setdefault(entry.node, []).append(i)
+    for r in rows:
+        idx = sorted(by_node.get(r["node"], []))
+        ex = [i for i in idx if isinstance(program.instructions[i], Gemm | Vec)]
+        if not ex:
+            continue
+        arr = sum(latency(program.instructions[i], target, mode) for i in ex if isinstance(program.instructions[i], Gemm))
+        vec = sum(latency(program.instructions[i], target, mode) for i in ex if isinstance(program.instructions[i], Vec))
+        ran = [i for i in idx if start[i] >= 0]
+        pro = int(min(start[i] for i in ex) - min(start[i] for i in ran))
+        epi = int(max(end[i] for i in ran) - max(end[i] for i in ex))
+        r.update(array_cycles=int(arr), vector_cycles=int(vec), prologue_cycles=pro, epilogue_cycles=epi)
+        if 0.9 <= r["ratio"] <= 1.1:
+            continue
+        why = []
+        if vec > arr:
+            why.append(f"vector-bound: bias+requant VEC {vec:,} > GEMM {arr:,} cycles")
+        if pro + epi > 0.05 * r["sim_cycles"]:
+            why.append(f"first loads {pro:,} + last stores {epi:,} cycles not overlapped")
+        if not why or r["sim_cycles"] - pro - epi > 1.1 * max(arr, vec, r["analytical_cycles"]):
+            why.append(f"GEMM {arr:,} and VEC {vec:,} cycles overlap only inside a tile ({r['tiles']} tiles): "
+                       "each tile's first GEMMs wait for the previous tile's last requantization")
+        r["why"] = "; ".join(why)

@@ -87,7 +87,7 @@ def simulate(
         from compiler.sim.check import check_outputs
 
         checks = check_outputs(program, result.outputs, arrays, check)
-    timing_rows = _timing_rows(binary, result) if check is not None and result.cycles is not None else []
+    timing_rows = _timing_rows(binary, result, program, hw) if check is not None and result.cycles is not None else []
     folder = out if out is not None else binary.with_suffix(".out")
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -129,13 +129,19 @@ def simulate(
         for r in timing_rows:
             print(f"{r['node'][:36]:36s} {r['sim_cycles']:>10,} {r['analytical_cycles']:>10,} {r['ratio']:6.2f}  "
                   f"{r['tiling']}")
+            if "why" in r:
+                print(f"{'':36s} outside 10%: {r['why']}")
+        ratios = sorted(r["ratio"] for r in timing_rows)
+        inside = sum(0.9 <= x <= 1.1 for x in ratios)
+        print(f"simulated/analytical: median {ratios[len(ratios) // 2]:.3f}, range [{ratios[0]:.3f}, "
+              f"{ratios[-1]:.3f}], {inside} of {len(ratios)} layers within 10% (docs/validation.md section 3)")
     print(f"simulated in {result.wall_seconds:.2f} s", file=sys.stderr)
     if failed:
         print(f"check failed: outputs differ from onnxruntime on {check}", file=sys.stderr)
         raise typer.Exit(1)
 
 
-def _timing_rows(binary: Path, result) -> list[dict]:
+def _timing_rows(binary: Path, result, program, hw) -> list[dict]:
     """Simulated vs analytical cycles per mapped layer, from the ``<stem>.map.json`` dse compile wrote."""
     from compiler.sim.check import mapping_sidecar, timing_table
 
@@ -150,7 +156,12 @@ def _timing_rows(binary: Path, result) -> list[dict]:
         from costmodel.errors import UserError
 
         raise UserError(f"{side}: not a mapping file written by dse compile ({exc})") from None
-    return timing_table(layers, result.nodes)
+    from compiler.sim import resolve_target
+    from compiler.sim.check import explain_gaps
+
+    rows = timing_table(layers, result.nodes)
+    explain_gaps(program, result.start, result.end, rows, resolve_target(program, hw))
+    return rows
 
 
 def register(app: typer.Typer) -> None:
