@@ -4,19 +4,21 @@ budget.
 
 Genome per candidate: one factorization-table row per dimension (``rows [D]``), random keys per
 level and dimension whose ranks are the loop order, and a keep option. Half of the first random
-tilings come from the 32 spatial unrollings with the best lower bounds (:mod:`dse.mappers.bounds`).
-Mutation moves one prime factor of one dimension between two slots (temporal or spatial;
-:mod:`dse.mappers.moves`), swaps two loops of a level, or picks another keep option; crossover mixes
-dimensions and levels of two parents. Every generation is one batch through ``evaluate_batch``.
+tilings come from the 64 (spatial unrolling, keep option) pairs with the best lower bounds
+(:mod:`dse.mappers.bounds`, over the 1024 unrollings that use the most PEs), with that keep option.
+Mutation moves one prime factor of one dimension between two slots (:mod:`dse.mappers.moves`), swaps
+two loops of a level, or picks another keep option; crossover mixes dimensions and levels of two
+parents. Every generation is one batch of ``population`` children; evolution stops after 25 % of the
+budget, or after three generations that found almost nothing new.
 
-The descent evaluates one neighbourhood per batch, cheapest first, takes the best improving move and
-returns to the cheapest: (0) single prime moves, every keep option, every loop-order class of each
-level (:mod:`dse.mapspace.orders`); (1) every other split of one dimension, and prime moves with every
-keep option (tile sizes change what fits); (2) pairs of dimensions trading a place on a fan-out (one
-prime leaves, another enters), which single moves cannot reach without a half-idle array. The large
-neighbourhoods are sampled (512). Then it kicks the result (two dimensions re-split at random,
-maybe another keep option, one more mutation) and descends again, until the budget is spent or 60
-kicks in a row bring nothing.
+The descent runs several walkers at once (the best few candidates with distinct keep options); one
+batch per round holds every walker's neighbourhood (``evaluate_batch`` is fast on large batches). A
+walker takes the best move of its cheapest improving neighbourhood: (0) single prime moves, keep
+options, the loop-order classes of each level (:mod:`dse.mapspace.orders`); (1) every split of one
+dimension, prime moves with every keep option; (2) two dimensions trading a place on a fan-out (out
+of reach of single moves without a half-idle array); big ones sampled (512). Then ``kicks`` random
+re-splits of the incumbent descend together, until the budget is spent or ``patience`` rounds bring
+nothing. Candidates are hashed, so none is evaluated twice (a descent may step onto one seen before).
 
 Deterministic for a given seed and budget; ``time_limit_s`` stops early (results then depend on
 machine speed, so tests use the evaluation budget).
@@ -37,7 +39,7 @@ from dse.mappers.bounds import lower_bounds
 from dse.mappers.exhaustive import no_fit_error
 from dse.mappers.moves import PrimeMoves
 from dse.mappers.objectives import Objective
-from dse.mappers.result import MapperResult, ParetoPoint, final_mapping
+from dse.mappers.result import MapperResult, ParetoPoint, batch_last, final_mapping
 from dse.mappers.search_state import SearchState
 from dse.mapspace import Mapspace
 
@@ -133,7 +135,7 @@ class _Search:
             fresh &= ms.spatial_ok(sx, sy) & ((words * keep).sum(axis=2) <= ms.usable).all(axis=1)
         idx = np.nonzero(fresh)[0][: max(0, self.left())]
         if idx.size:
-            batch = MappingBatch(*(_batch_last(a[idx]) for a in (t, sx, sy, ranks, keep)))
+            batch = MappingBatch(*(batch_last(a[idx]) for a in (t, sx, sy, ranks, keep)))
             scores[idx] = self.state.update(batch, evaluate_batch(ms.problem, ms.arch, batch, **self.eval_kw))
             new = np.argsort(h[idx], kind="stable")
             pos = np.searchsorted(self.seen, h[idx][new])
@@ -423,7 +425,3 @@ class _Factors:
     spatial_x: np.ndarray
     spatial_y: np.ndarray
 
-
-def _batch_last(a: np.ndarray) -> np.ndarray:
-    """``a`` [B, ...] as a view of a contiguous [..., B] array: the layout costmodel.analysis is fast in."""
-    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 0, -1)), -1, 0)

@@ -66,19 +66,28 @@ def metrics_of(ev: Any, i: int) -> dict[str, float]:
     return out
 
 
+def batch_last(a: np.ndarray) -> np.ndarray:
+    """``a`` [B, ...] as a view of a contiguous [..., B] array: the layout costmodel.analysis is
+    fastest in (see ``MappingBatch.from_mappings``)."""
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 0, -1)), -1, 0)
+
+
+_FIELDS = ("temporal", "spatial_x", "spatial_y", "order", "keep")
+
+
 def take(batch: MappingBatch, idx: np.ndarray) -> MappingBatch:
-    """Rows ``idx`` of a batch."""
+    """Rows ``idx`` of a batch, batch-last."""
     from costmodel.mapping import MappingBatch
 
-    return MappingBatch(batch.temporal[idx], batch.spatial_x[idx], batch.spatial_y[idx], batch.order[idx],
-                        batch.keep[idx])
+    return MappingBatch(*(batch_last(getattr(batch, f)[idx]) for f in _FIELDS))
 
 
 def concat(batches: list[MappingBatch]) -> MappingBatch:
+    """Batches one after another, batch-last."""
     from costmodel.mapping import MappingBatch
 
-    return MappingBatch(*(np.concatenate([getattr(b, f) for b in batches])
-                          for f in ("temporal", "spatial_x", "spatial_y", "order", "keep")))
+    return MappingBatch(*(np.moveaxis(np.concatenate([np.moveaxis(getattr(b, f), 0, -1) for b in batches],
+                                                     axis=-1), -1, 0) for f in _FIELDS))
 
 
 def final_mapping(problem: Problem, arch: Architecture, batch: MappingBatch, i: int) -> Mapping:
