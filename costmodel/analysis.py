@@ -334,6 +334,11 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
 _FIELDS = ("temporal", "spatial_x", "spatial_y", "order", "keep")
 
 
+def _add(acc: np.ndarray, v: np.ndarray, where: np.ndarray) -> None:
+    """``acc[where] += v[where]`` in place, without a temporary."""
+    np.add(acc, v, out=acc, where=where)
+
+
 def _count(problem: Problem, shape: Shape, arch, batch, timeloop: bool, out: list[np.ndarray]) -> np.ndarray:
     """Adds the counts of ``batch`` into ``out`` ([L, T, B] fills, reads, updates, hops, and the
     kept tile words); returns the temporal steps [B]."""
@@ -361,17 +366,17 @@ def _count(problem: Problem, shape: Shape, arch, batch, timeloop: bool, out: lis
                 return link.entries("mc", q)
 
             if c < n_lv:
-                fills[c, ti] += np.where(exists, down(c), 0)
+                _add(fills[c, ti], down(c), exists)
             for q in range(q0, c):
                 here = exists & (parent == q)
                 if here.any():
-                    reads[q, ti] += np.where(here, down(q), 0)
+                    _add(reads[q, ti], down(q), here)
                     if is_out:
-                        updates[q, ti] += np.where(here, link.entries("red", q), 0)
+                        _add(updates[q, ti], link.entries("red", q), here)
                 below = exists & (parent <= q)
                 if below.any():
                     moved = down(q + 1) + (link.entries("red", q + 1) if is_out else 0)
-                    hops[q, ti] += np.where(below, moved, 0)
+                    _add(hops[q, ti], moved, below)
     words = tile_words(problem, batch, bt.geo)
     kept_words[...] = np.where(keep_all, words.transpose(1, 2, 0), 0)
     return np.multiply.reduce(bt.t, axis=(0, 1))
