@@ -19,6 +19,7 @@ bound; the answer is then still the mapspace's optimum.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -95,6 +96,71 @@ def _order_bound(ms: Mapspace, obj: Objective, state: SearchState, rows: np.ndar
     return out
 
 
+def _tilings_all(ms: Mapspace, m: int, chunk: int, stats: dict[str, int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every tiling of spatial unrolling ``m`` with its fitting keep options ([C, D] rows, [C, K])."""
+    lo, hi = ms.spatial_range(m)
+    for c0 in range(lo, hi, chunk):
+        rows = ms.tiling_rows(c0, min(hi, c0 + chunk))
+        fit = ms.capacity_ok(*ms.decode(rows))
+        stats["tilings_capacity_pruned"] += int((~fit.any(axis=1)).sum())
+        yield rows, fit
+
+
+def _tilings_bb(ms: Mapspace, obj: Objective, state: SearchState, m: int, chunk: int,
+                stats: dict[str, int], deadline: float = np.inf,
+                alive0: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The tilings of unrolling ``m`` (with the keep options still alive, [C, K]) that survive
+    branch and bound over *partial* tilings: dims' temporal rows are chosen one dim at a time, and a
+    (partial tiling, keep option) is dropped as soon as its bound (``lower_bounds(known=...)``,
+    valid for every completion) cannot beat the incumbent, or its kept tiles with the unknown dims'
+    temporal factors at 1 already overflow a level (tiles only grow with factors). Depth first, in
+    chunks, so the incumbent the bounds meet is as good as possible and memory stays small."""
+    combo = ms._spatial_combos[m]
+    span = [(int(t.group_start[g]), int(t.group_start[g + 1])) for t, g in zip(ms.tables, combo)]
+    n_d, n_k = len(span), len(ms.keep_options)
+    dims = sorted(range(n_d), key=lambda d: span[d][0] - span[d][1])  # most rows first
+    base = np.array([lo for lo, _ in span], dtype=np.int64)
+    start = np.ones((1, n_k), bool) if alive0 is None else alive0[None, :]
+    stack = [(0, base[None, :], start)]
+    while stack:
+        if time.perf_counter() > deadline:
+            stats["complete"] = 0
+            return
+        depth, rows, alive = stack.pop()
+        d = dims[depth]
+        lo, hi = span[d]
+        n = hi - lo
+        if len(rows) * n > chunk and len(rows) > 1:  # split, keep memory bounded
+            half = len(rows) // 2
+            stack += [(depth, rows[half:], alive[half:]), (depth, rows[:half], alive[:half])]
+            continue
+        rows = np.repeat(rows, n, axis=0)
+        rows[:, d] = np.tile(np.arange(lo, hi), len(rows) // n)
+        alive = np.repeat(alive, n, axis=0)
+        known = np.zeros(n_d, bool)
+        known[dims[:depth + 1]] = True
+        t, sx, sy = ms.decode(rows)
+        t_known = np.where(known, t, 1)
+        fit = alive & ms.capacity_ok(t_known, sx, sy)
+        full = depth == n_d - 1
+        if full:
+            stats["tilings_capacity_pruned"] += int((alive.any(axis=1) & ~fit.any(axis=1)).sum())
+        cols = np.nonzero(fit.any(axis=0))[0]  # keep options still alive somewhere in the chunk
+        if cols.size == 0:
+            continue
+        e_lb, l_lb = lower_bounds(ms, t, sx, sy, known=known, options=cols)
+        skip = np.ones(fit.shape, bool)
+        skip[:, cols] = state.prunable(obj.bound(e_lb, l_lb), e_lb, l_lb)
+        stats["pairs_bound_pruned"] += int((fit & skip).sum())
+        fit &= ~skip
+        ok = fit.any(axis=1)
+        if full:
+            if ok.any():
+                yield rows[ok], fit[ok]
+        elif ok.any():
+            stack.append((depth + 1, rows[ok], fit[ok]))
+
+
 def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
                    pareto: bool = False, prune: bool = True, incumbent: MapperResult | None = None,
                    batch_size: int = 32768, chunk: int = 4096, mapspace: Mapspace | None = None, time_limit_s: float | None = None,
@@ -121,11 +187,13 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
     visit = np.argsort(pair_lb.min(axis=1), kind="stable") if prune else np.arange(ms.num_spatial)
     any_fit = False
     pending: list[MappingBatch] = []
+    n_pending = [0]
 
     def flush() -> None:
         if pending:
             batch = concat(pending)
             pending.clear()
+            n_pending[0] = 0
             state.update(batch, evaluate_batch(problem, arch, batch, **eval_kw))
 
     for n, m in enumerate(visit):
@@ -139,20 +207,15 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
                 break
             stats["spatial_bound_pruned"] += 1
             continue
-        lo, hi = ms.spatial_range(int(m))
-        for c0 in range(lo, hi, chunk):
-            rows = ms.tiling_rows(c0, min(hi, c0 + chunk))
-            fit = ms.capacity_ok(*ms.decode(rows))
-            stats["tilings_capacity_pruned"] += int((~fit.any(axis=1)).sum())
+        for rows, fit in (_tilings_bb(ms, obj, state, int(m), chunk, stats, deadline, ~skip) if prune else
+                          _tilings_all(ms, int(m), chunk, stats)):
             any_fit |= bool(fit.any())
-            if prune:  # the incumbent may have improved since the unrolling was checked
-                skip = state.prunable(pair_lb[m], e_lb[m], l_lb[m])
-                stats["pairs_bound_pruned"] += int((fit & skip[None, :]).sum())
-                fit &= ~skip[None, :]
+            if prune:
                 fit = _order_bound(ms, obj, state, rows, fit, stats, eval_kw)
             for batch, _, _ in ms.expand(rows, fit, max_batch=batch_size):
                 pending.append(batch)
-                if sum(map(len, pending)) >= batch_size:  # few large batches: evaluation has overhead
+                n_pending[0] += len(batch)
+                if n_pending[0] >= batch_size:  # few large batches: evaluation has overhead
                     flush()
             if time.perf_counter() > deadline:
                 break
