@@ -7,7 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costmodel.errors import UserError
-from costmodel.problem import Problem, conv1d, conv2d, conv_transpose2d, depthwise_conv2d, fully_connected, matmul
+from costmodel.problem import (
+    Problem,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    depthwise_conv2d,
+    fully_connected,
+    matmul,
+)
 
 
 def test_conv2d_resnet_stem():

@@ -8,12 +8,12 @@ import zlib
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.isa.isa_strategies import programs
 
 from compiler.isa import Finish, Gemm, Load, Store
 from compiler.isa.binary import HEADER, MAGIC, SECTION, from_bytes, read_binary, to_bytes, write_binary
 from compiler.isa.program import ConstSegment, DebugEntry, IOTensor, Program
 from costmodel.errors import UserError
+from tests.isa.isa_strategies import programs
 
 
 def small_program() -> Program:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.isa.isa_strategies import instructions
 
 from compiler.isa import (
     Buffer,
@@ -27,6 +26,7 @@ from compiler.isa import (
 from compiler.isa.instructions import CLASSES
 from compiler.isa.spec import FORMATS, INSN_BITS
 from costmodel.errors import UserError
+from tests.isa.isa_strategies import instructions
 
 
 def test_every_format_tiles_128_bits_without_overlap():

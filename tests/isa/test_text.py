@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.isa.isa_strategies import instructions, programs
 
 from compiler.isa import Buffer, Engine, Finish, Gemm, Reg, SetReg, Src1Mode, Vec, VecOp, encode
 from compiler.isa.binary import from_bytes, to_bytes
 from compiler.isa.program import Program
 from compiler.isa.text import assemble, disassemble, format_instruction, parse_instruction
 from costmodel.errors import UserError
+from tests.isa.isa_strategies import instructions, programs
 
 HAND = """\
 # a depthwise 3x3 tap loop and its requantization, written by hand

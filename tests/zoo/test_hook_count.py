@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.zoo.hook_count import count, totals
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
 from costmodel.problem import conv2d
 from dse.workloads.blocks import ConstMatMul, MatMul
+from tests.zoo.hook_count import count, totals
 
 
 def test_strided_conv_with_batchnorm() -> None:

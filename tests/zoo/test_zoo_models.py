@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from tests.zoo.hook_count import count
 
 from compiler.frontend import import_onnx
 from dse import workloads
+from tests.zoo.hook_count import count
 
 SMALL = ("keyword_spotting", "action_segmentation", "speech_encoder", "eye_segmentation")
 CASES = [(n, False) for n in workloads.names()] + [(n, True) for n in SMALL]
