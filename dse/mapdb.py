@@ -108,11 +108,27 @@ class MappingDB:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._con.execute("PRAGMA journal_mode=WAL")
-            self._con.execute("PRAGMA busy_timeout=30000")
-            self._con.execute(_SCHEMA)
+            self._setup()
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"{self.path}: cannot open the mapping database ({exc})") from None
+
+    def _setup(self) -> None:
+        """Switch to WAL and create the table, retrying while another process does the same.
+
+        SQLite answers a concurrent journal-mode switch of a fresh file with SQLITE_BUSY at once,
+        without calling the busy handler (it would deadlock), so the timeout alone does not help.
+        """
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                self._con.execute("PRAGMA journal_mode=WAL")
+                self._con.execute("PRAGMA busy_timeout=30000")
+                self._con.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def get(self, key: SearchKey) -> Stored | None:
         row = self._con.execute("SELECT mapping, metrics, mappings_evaluated, search_seconds FROM mappings "
