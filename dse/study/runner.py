@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -120,8 +121,12 @@ class Objective:
             raise optuna.TrialPruned(invalid)
         trial.set_user_attr("metrics", metrics)
         trial.set_user_attr("violations", violations)
-        for key, v in violations.items():
-            trial.set_constraint(key, v)
+        with warnings.catch_warnings():
+            # A resumed trial (its worker died after setting them) already holds these constraints;
+            # designs are deterministic, so the stored values are the same ones.
+            warnings.filterwarnings("ignore", message="The constraint value is ignored")
+            for key, v in violations.items():
+                trial.set_constraint(key, v)
         return [metrics[o.metric] for o in self.study.spec.objectives]
 
     @staticmethod
