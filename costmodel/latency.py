@@ -9,12 +9,31 @@ Semantics (DESIGN.md section 2), for B mappings at once:
   level the mapping actually uses (the product of the spatial factors above it); traffic is spread
   evenly over them. ``None`` bandwidth is unlimited.
 * **Overlap** (default): a double-buffered level moves its next tile while the current one is in
-  use, so ``cycles = max(compute, traffic of every double-buffered level)`` (a level with
-  ``ideal_overlap``, Timeloop's idealisation, counts as double-buffered here); a level without double
-  buffering stalls compute for its transfers, which are added: ``+ max(read, write) cycles``.
-  The outermost level (DRAM) is the backing store and holds no tiles of its own to swap, so its
-  traffic always overlaps (a transfer into a single-buffered child is charged at the child).
-  **No overlap** (``overlap=False``): every level is treated as not double-buffered (the sum).
+  use, so the layer is a pipeline (``costmodel.pipeline``): load -> array -> vector unit -> store,
+  and takes the busiest stage's total plus one tile of each other stage::
+
+      cycles = max(fill + array + v_last + drain,                  array-bound
+                   fill + c_tile + vector + drain,                 vector-bound
+                   max(reads + drain, writes + fill) + c_tile + v_last)   transfer-bound
+
+  ``reads`` / ``writes`` are the largest read / write port times of the double-buffered levels above
+  the outermost staged level (DRAM: the tiles' loads and stores): a busy read port runs from the
+  first cycle, and only the last tile's compute and drain follow it; a busy write port starts after
+  the first tile's fill and compute. ``array = max(compute, port times of the
+  double-buffered levels from that level down)``, whose transfers stream with the MACs inside a
+  tile; ``fill`` / ``drain`` are the first tile's load and the last output tile's store of the
+  staged levels; ``vector`` the post-GEMM vector passes (0 without a vector unit), ``v_last`` the
+  last output tile's; ``c_tile = array / tiles`` of the outermost staged level (tiles: the product
+  of the temporal factors above it). A level with ``ideal_overlap`` (Timeloop's idealisation)
+  counts as double-buffered and is never staged: without staged levels the tile terms are 0 and
+  this is ``max(compute, vector, traffic of the double-buffered levels)``. A level without double
+  buffering stalls compute for its transfers, which are added: ``+ max(read, write) cycles``. The outermost level (DRAM) is the
+  backing store and holds no tiles of its own to swap, so its traffic always overlaps (a transfer
+  into a single-buffered child is charged at the child). Overlap never makes a layer slower than the
+  no-overlap variant: the result is capped by it (which matters only for a layer of one or two
+  tiles on a config whose no-overlap model runs a level's reads and writes side by side).
+  **No overlap** (``overlap=False``): every level is treated as not double-buffered (the sum), and
+  the vector passes are added too: ``compute + vector + sum of every level's max(read, write)``.
 * **Systolic** configs (``arch.systolic``) replace compute cycles by the fold model of SCALE-Sim
   (``reference/scalesim-notes.md``): the stationary tensor (WS: W, OS: O, IS: I) is loaded per fold,
   the other operands stream for ``T`` cycles, and each fold costs ``T + 2R + C - 2`` (WS, IS) or
@@ -35,6 +54,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from costmodel.pipeline import fill_drain, staged_levels, vector_stage
 from costmodel.problem import Problem
 
 if TYPE_CHECKING:
@@ -161,9 +181,11 @@ def _bw(values: list[float | None]) -> np.ndarray:
     return np.array([np.inf if v is None else float(v) for v in values])[:, None]
 
 
-def traffic_cycles(arch: Architecture, acc: Accesses, batch: MappingBatch) -> np.ndarray:
-    """[B, L, 2]: cycles each level needs for its reads (``[..., 0]``) and writes (``[..., 1]``)."""
-    busy = busy_instances(batch).astype(np.float64)
+def traffic_cycles(arch: Architecture, acc: Accesses, batch: MappingBatch,
+                   busy: np.ndarray | None = None) -> np.ndarray:
+    """[B, L, 2]: cycles each level needs for its reads (``[..., 0]``) and writes (``[..., 1]``);
+    ``busy`` [L, B] as :func:`busy_instances` (computed if not given)."""
+    busy = (busy_instances(batch) if busy is None else busy).astype(np.float64)
     reads = acc.reads.transpose(1, 2, 0).sum(axis=1)  # [L, B] (the counts are stored batch-last)
     writes = acc.fills.transpose(1, 2, 0).sum(axis=1) + acc.updates.transpose(1, 2, 0).sum(axis=1)
     out = np.empty((2, *reads.shape), np.int64)
@@ -174,17 +196,23 @@ def traffic_cycles(arch: Architecture, acc: Accesses, batch: MappingBatch) -> np
 
 @dataclass
 class Latency:
-    """Cycles of a batch: ``compute`` [B], ``traffic`` [B, L, 2] (read, write), ``total`` [B]."""
+    """Cycles of a batch: ``compute`` [B], ``traffic`` [B, L, 2] (read, write), ``total`` [B], and the
+    pipeline terms (``costmodel.pipeline``, unrounded, zeros where absent): ``fill`` and ``drain`` [B],
+    ``vector`` [B] (all post-GEMM vector passes)."""
 
     compute: np.ndarray
     traffic: np.ndarray
     total: np.ndarray
+    fill: np.ndarray
+    drain: np.ndarray
+    vector: np.ndarray
 
     def bound_by(self) -> np.ndarray:
-        """[B]: index of the level whose traffic sets the latency, or -1 where compute does."""
+        """[B]: index of the level whose traffic is the busiest stage, or -1 where compute (array or
+        vector unit) is; the fill and drain of the first and last tile come on top of either."""
         worst = self.traffic.max(axis=2)
         lvl = worst.argmax(axis=1)
-        return np.where(worst.max(axis=1) > self.compute, lvl, -1)
+        return np.where(worst.max(axis=1) > np.maximum(self.compute, self.vector), lvl, -1)
 
 
 def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Accesses, *, overlap: bool = True,
@@ -196,13 +224,35 @@ def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Acce
         compute = systolic_cycles(problem, arch, batch, steps, mode)
     else:
         compute = steps
-    traffic = traffic_cycles(arch, acc, batch)
+    busy = busy_instances(batch)
+    traffic = traffic_cycles(arch, acc, batch, busy)
     per_level = np.maximum(traffic[:, :, 0].T, traffic[:, :, 1].T)  # [L, B]; read and write ports in parallel
-    if overlap:
-        db = np.array([i == 0 or lv.double_buffered or lv.ideal_overlap for i, lv in enumerate(arch.levels)])
-        total = np.maximum(compute, per_level[db].max(axis=0))
-        if not db.all():
-            total = total + per_level[~db].sum(axis=0)
+    staged = staged_levels(arch)
+    tiles = np.multiply.reduce(batch.temporal[:, :staged[0]], axis=(1, 2)) if staged else np.ones_like(steps)
+    vec = vector_stage(problem, arch, acc, busy, tiles)
+    vector, v_last = vec if vec is not None else (np.zeros(len(steps)), np.zeros(len(steps)))
+    serial = compute + np.ceil(vector).astype(np.int64) + per_level.sum(axis=0)
+    if not overlap:
+        zeros = np.zeros(len(steps))
+        return Latency(compute=compute, traffic=traffic, total=serial, fill=zeros, drain=zeros, vector=vector)
+    db = np.array([i == 0 or lv.double_buffered or lv.ideal_overlap for i, lv in enumerate(arch.levels)])
+    if staged:
+        # transfers of whole tiles (the levels above the outermost staged one) are the load/store
+        # stages; the traffic of the levels inside a tile streams with the MACs (the array stage)
+        outer = db & (np.arange(len(db)) < staged[0])
+        array = np.maximum(compute, per_level[db & ~outer].max(axis=0, initial=0))
+        fill, drain = fill_drain(problem, arch, batch, acc, busy)
+        c_tile = array / tiles
+        # a port of a level above: its reads end before the last tile's drain, its writes begin after
+        # the first tile's fill
+        ports = np.maximum(traffic[:, outer, 0].max(axis=1) + drain, traffic[:, outer, 1].max(axis=1) + fill)
+        pipe = np.maximum(np.maximum(fill + array + v_last + drain, fill + c_tile + vector + drain),
+                          ports + c_tile + v_last)
     else:
-        total = compute + per_level.sum(axis=0)
-    return Latency(compute=compute, traffic=traffic, total=total)
+        fill = drain = np.zeros(len(steps))
+        pipe = np.maximum(np.maximum(compute, vector), per_level[db].max(axis=0))
+    total = np.ceil(pipe - 1e-9).astype(np.int64)
+    if not db.all():
+        total += per_level[~db].sum(axis=0)
+    return Latency(compute=compute, traffic=traffic, total=np.minimum(total, serial), fill=fill, drain=drain,
+                   vector=vector)

@@ -59,23 +59,28 @@ def test_access_counts(batch):
 def test_latency_and_energy(batch):
     ev = evaluate_batch(PROBLEM, ARCH, batch)
     # compute: 8 steps. DRAM: reads 8 + 4 = 12 words at 1/cycle = 12 cycles; writes 8 = 8 cycles.
-    # buf unlimited. Double buffered: max(8, 12) = 12 cycles (DRAM-bound).
+    # buf unlimited. Double buffered: a pipeline of 4 tiles (DRAM's m loop), one tile computes 8 / 4 = 2.
+    # fill: buf's first tile, I 2 + W 4 = 6 words over DRAM's read port = 6 cycles; drain: the last O
+    # tile, 2 words over DRAM's write port = 2 cycles (costmodel/pipeline.py).
+    #   array-bound     6 + 8 + 2                  = 16
+    #   transfer-bound  max(12 + 2, 8 + 6) + 2     = 16   (DRAM's read port is the busiest stage)
     assert ev.lat.compute[0] == 8
-    assert ev.latency_cycles[0] == 12
+    assert (ev.lat.fill[0], ev.lat.drain[0]) == (6, 2)
+    assert ev.latency_cycles[0] == 16
     assert ev.lat.bound_by()[0] == 0
     # energy:
     #   DRAM reads 12 x 10 = 120, DRAM writes 8 x 12 = 96                -> 216
     #   buf reads (8 + 16 + 8) x 1 = 32, fills 12 x 2 = 24, updates 16 x 2 = 32 -> 88
     #   MACs 16 x 0.1 = 1.6; network (16 + 16 + 24) x 0.5 = 28
-    #   leakage 1 mW x 12 ns = 1e-3 W x 12e-9 s = 12e-12 J = 12 pJ
-    #   total 216 + 88 + 1.6 + 28 + 12 = 345.6 pJ
-    assert math.isclose(ev.energy_pj[0], 345.6)
-    assert ev.en.per_level()[0].tolist() == pytest.approx([216.0, 88.0 + 28.0 + 12.0])
+    #   leakage 1 mW x 16 ns = 1e-3 W x 16e-9 s = 16e-12 J = 16 pJ
+    #   total 216 + 88 + 1.6 + 28 + 16 = 349.6 pJ
+    assert math.isclose(ev.energy_pj[0], 349.6)
+    assert ev.en.per_level()[0].tolist() == pytest.approx([216.0, 88.0 + 28.0 + 16.0])
     assert math.isclose(ev.en.mac[0], 1.6)
-    # utilization 16 MACs / (2 PEs x 12 cycles) = 2/3; power 345.6 pJ / 12 ns = 28.8 mW
-    assert math.isclose(ev.utilization[0], 2 / 3)
-    assert math.isclose(ev.power_mw[0], 28.8)
-    assert math.isclose(ev.edp[0], 345.6 * 12e-9)
+    # utilization 16 MACs / (2 PEs x 16 cycles) = 1/2; power 349.6 pJ / 16 ns = 21.85 mW
+    assert math.isclose(ev.utilization[0], 1 / 2)
+    assert math.isclose(ev.power_mw[0], 21.85)
+    assert math.isclose(ev.edp[0], 349.6 * 16e-9)
 
 
 def test_no_overlap_and_single_buffering(batch):
@@ -92,12 +97,21 @@ def test_no_overlap_and_single_buffering(batch):
 
 def test_vector_unit_leaks_through_a_mac_layer(batch):
     # Convention (costmodel/energy.py, costmodel/vector.py): the whole chip leaks for the layer's
-    # duration. Give ARCH a vector unit leaking 2 mW: over the 12-cycle (12 ns) layer it adds
-    # 2e-3 W x 12e-9 s = 24e-12 J = 24 pJ -> 345.6 + 24 = 369.6 pJ; nothing else changes.
-    with_vu = NS(**{**vars(ARCH), "vector_unit": NS(leak_mw=2.0)})
+    # duration. Give ARCH a 2-lane vector unit at buf leaking 2 mW. It adds the post-GEMM vector
+    # stage (costmodel/pipeline.py): 8 outputs x 2 passes / 2 lanes = 8 cycles, the last O tile
+    # (2 words) 2 x 2 / 2 = 2 cycles after the last MAC:
+    #   array-bound     6 + 8 + 2 + 2                 = 18
+    #   vector-bound    6 + 2 + 8 + 2                 = 18
+    #   transfer-bound  max(12 + 2, 8 + 6) + 2 + 2    = 18
+    # leakage over 18 ns: vector unit 2 mW -> 36 pJ, buf 1 mW -> 18 pJ;
+    # energy 216 + 88 + 1.6 + 28 + 18 + 36 = 387.6 pJ
+    with_vu = NS(**{**vars(ARCH), "vector_unit": NS(leak_mw=2.0, lanes=2, level="buf")})
     ev = evaluate_batch(PROBLEM, with_vu, batch)
-    assert ev.latency_cycles[0] == 12
-    assert math.isclose(ev.en.vector_leakage[0], 24.0)
-    assert math.isclose(ev.energy_pj[0], 369.6)
+    assert ev.lat.vector[0] == 8
+    assert ev.latency_cycles[0] == 18
+    assert math.isclose(ev.en.vector_leakage[0], 36.0)
+    assert math.isclose(ev.energy_pj[0], 387.6)
+    # no overlap adds the vector passes: 8 + 8 + 12 = 28
+    assert evaluate_batch(PROBLEM, with_vu, batch, overlap=False).latency_cycles[0] == 28
     # without a vector unit there is nothing to charge
     assert evaluate_batch(PROBLEM, ARCH, batch).en.vector_leakage[0] == 0.0
