@@ -13,12 +13,22 @@ float32 ``(x_scale * w_scale[c]) / y_scale`` and saturates to the output type.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from compiler.isa import Buffer, Elem, Engine, Gemm, GemmType, Load, Reg, Src1Mode, Store, Vec, VecOp
-from compiler.lower.emitter import MAX_CHUNKS, Act, Emitter, Tile, blocks
+from compiler.lower.blocks import (
+    bias_requant,
+    const_rows,
+    first_write,
+    free_at,
+    interleaved_consts,
+    software_pipeline,
+    store_chunks,
+)
+from compiler.lower.emitter import Act, Emitter, Tile, blocks
 from compiler.lower.mapped import lane_factor, padded_channels
 from compiler.sim.quant import output_scale
 from costmodel.errors import UserError
@@ -44,12 +54,6 @@ def _quant_setup(em: Emitter, x: Act, y_zp: int) -> None:
     em.setreg(Engine.EX, Reg.OUT_ZP, y_zp)
     em.setreg(Engine.EX, Reg.QMIN, 0 if x.dtype == "uint8" else -128)
     em.setreg(Engine.EX, Reg.QMAX, 255 if x.dtype == "uint8" else 127)
-
-
-def _lanes(values: np.ndarray, rows: int, lanes: int, dtype) -> np.ndarray:
-    out = np.zeros(rows * lanes, dtype)
-    out[: values.size] = values.reshape(-1)
-    return out.reshape(rows, lanes)
 
 
 def _out_dims(x: Act, spec: ConvSpec) -> tuple[int, int]:
@@ -103,14 +107,6 @@ def _group_plan(kb: int, fixed: int, wrows_per_block: int, fits) -> tuple[int, i
     return 0, 0
 
 
-def _interleaved_consts(em: Emitter, bias: np.ndarray, scales: np.ndarray, nblocks: int) -> int:
-    """CONST rows [block j: bias (int32), scale (fp32 bits)] so that a group of blocks loads as one box."""
-    L = em.L
-    rows = np.stack([_lanes(bias.astype(np.int32), nblocks, L, np.int32),
-                     _lanes(scales.astype(np.float32), nblocks, L, np.float32).view(np.int32)], axis=1)
-    return em.const(rows, "other")
-
-
 def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     """Dense QLinearConv (group 1) as GEMMs over channel blocks; see the module docstring.
 
@@ -122,8 +118,13 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     ho, wo = _out_dims(x, spec)
     _check_conv(node, x, spec, wo)
     cb, kb, taps = blocks(cin, L), blocks(cout, L), kh * kw
-    wp = w + spec.pads[1] + spec.pads[3]
-    sh, sw = spec.stride
+    # a strided 1x1 conv reads every s-th row and column: load only those (rows s * w * L bytes apart,
+    # x_gap s - 1: the same DMA cycles per vector) and walk the compact tile at stride 1
+    sub = kh == kw == 1 and max(spec.pads) == 0 and spec.stride != (1, 1) and spec.stride[1] <= 64
+    walk, hl, wl = (dataclasses.replace(spec, stride=(1, 1)), ho, wo) if sub else (spec, h, w)
+    pitch, gap = spec.stride[0] * w * L if sub else w * L, spec.stride[1] - 1 if sub else 0
+    wp = wl + spec.pads[1] + spec.pads[3]
+    sh, sw = walk.stride
     dh, dw = spec.dilation
     if sw > 31 or dw * wp > 4095 or sh * wp > 4095:
         raise UserError(f"node {node} (Conv): stride/dilation {spec.stride}/{spec.dilation} with padded width {wp} "
@@ -163,7 +164,7 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     wpad[:cout, :cin] = spec.w
     w_addr = em.const(wpad.reshape(kb, L, cb, L, taps).transpose(0, 2, 4, 3, 1).astype(np.int8), "weights")
     bias = spec.bias.astype(np.int64) - x.zero_point * spec.w.astype(np.int64).sum(axis=(1, 2, 3))
-    c_addr = _interleaved_consts(em, bias, output_scale(x.scale, np.broadcast_to(spec.w_scale, (cout,)),
+    c_addr = interleaved_consts(em, bias, output_scale(x.scale, np.broadcast_to(spec.w_scale, (cout,)),
                                                         spec.y_scale), kb)
     in_half = cb * rin(rows) * wp
     w_base = 2 * in_half
@@ -175,22 +176,28 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
     tiles_out, t, blk = [], 0, 0
     for gi, j0 in enumerate(range(0, kb, g)):
         gn = min(g, kb - j0)
-        wh, ch = w_base + (gi % 2) * w_copy, (gi % 2) * 2 * g
+        wh = w_base + (gi % 2) * w_copy
         for r0 in range(0, ho, rows):
             r = min(rows, ho - r0)
             # one row tile: every weight group reads the same input rows, loaded once (as the mapping's
             # K loop at DRAM, which does not index I, keeps the scratchpad's input tile)
             once = rows >= ho
             a0, o0 = (0 if once else (t % 2) * in_half), out_base + (t % 2) * out_half
-            lo, real, ypad0, ypad1 = _row_window(r0, r, spec, h, kh)
+            lo, real, ypad0, ypad1 = _row_window(r0, r, walk, hl, kh)
             tile = Tile(f"cout blocks {j0}-{j0 + gn - 1} rows {r0}-{r0 + r - 1}")
-            if r0 == 0:  # a new weight group: its weights and constants (the tokens order the reuse)
+            if r0 == 0:  # a new weight group: its weights (the tokens order the reuse)
                 tile.ld += em.load_rows(Buffer.SPAD, wh, gn * per_block, w_addr + j0 * per_block * L)
-                tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn,
-                                    dram_addr=c_addr + j0 * 2 * 4 * L, dram_pitch=4 * L))
-            for i in range(cb if not (once and t > 0) else 0):
-                tile.ld.append(Load(buf=Buffer.SPAD, padsel=True, sram=a0 + i * rin(rows) * wp, y_size=real,
-                                    x_size=w, dram_addr=x.addr + i * plane_in + lo * w * L, dram_pitch=w * L,
+            ch, loads = const_rows(em, c_addr, j0, gn, g, kb, gi % 2, t == 0, r0 == 0)
+            tile.ld += loads
+            # unpadded rows that are contiguous in DRAM (or one row): all input blocks as one box, rows
+            # plane_in apart, so the tile pays one DMA setup instead of cb
+            one_box = (cb > 1 and not (ypad0 or ypad1 or spec.pads[1] or spec.pads[3]) and real * wl <= 4096
+                       and real * wl == rin(rows) * wp and (real == 1 or pitch == wl * L))
+            for i in range(0 if once and t > 0 else 1 if one_box else cb):
+                tile.ld.append(Load(buf=Buffer.SPAD, padsel=True, sram=a0 + i * rin(rows) * wp,
+                                    y_size=cb if one_box else real, x_size=real * wl if one_box else wl, x_gap=gap,
+                                    dram_addr=x.addr + i * plane_in + lo * pitch,
+                                    dram_pitch=plane_in if one_box else pitch,
                                     y_pad0=ypad0, y_pad1=ypad1, x_pad0=spec.pads[1], x_pad1=spec.pads[3]))
             gemms, posts = [], []
             for jj in range(gn):
@@ -199,53 +206,16 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
                 gemms.append([Gemm(loadw=True, acc=i > 0, dtype=GemmType.U8, a_base=a0 + i * rin(rows) * wp,
                                    w_base=wh + (jj * cb + i) * taps * L, c_base=acc0, mx=wo, my=r, l0=kw, l1=kh,
                                    a_sx=sw, a_sy=sh * wp, a_s0=dw, a_s1=dh * wp) for i in range(cb)])
-                posts.append(_bias_requant(ch + 2 * jj, ch + 2 * jj + 1, r, wo, o0 + jj * r * wo, acc0))
+                posts.append(bias_requant(ch + 2 * jj, ch + 2 * jj + 1, r, wo, o0 + jj * r * wo, acc0))
                 tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * r * wo, y_size=r, x_size=wo,
                                      dram_addr=y.addr + (j0 + jj) * plane_out + r0 * wo * L, dram_pitch=wo * L))
             tile.ex += software_pipeline(gemms, posts)
             tile.ex_marks, tile.st_marks = store_chunks(tile.ex, posts)
+            tile.carry, tile.lead, tile.free_at = len(posts[-1]), len(gemms[0]), free_at(em, tile.ex, kb)
+            tile.out_first = first_write(tile.ex, posts)
             tiles_out.append(tile)
             t += 1
     em.pipeline(tiles_out)
-
-
-def software_pipeline(gemms: list[list], posts: list[list]) -> list:
-    """EX order G0, then block j's GEMMs interleaved one by one with block j-1's bias/requant VECs,
-    then the last block's VECs: EX issues in order, so each unit's next instruction must not sit
-    behind a long run of the other's; with the blocks in alternate ACC halves the array computes
-    block j while the vector unit finishes block j-1 (max of the two per block, not their sum)."""
-    from itertools import zip_longest
-
-    out: list = list(gemms[0]) if gemms else []
-    for j in range(1, len(gemms)):
-        out += [x for pair in zip_longest(gemms[j], posts[j - 1]) for x in pair if x is not None]
-    return out + (list(posts[-1]) if posts else [])
-
-
-def store_chunks(ex: list, posts: list[list]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Split a tile's output blocks (one STORE each) into up to 1 + MAX_CHUNKS chunks; EX signals ST
-    after each chunk's last REQUANT, so the tile's first blocks are stored while EX computes the rest."""
-    n = len(posts)
-    parts = min(n, 1 + MAX_CHUNKS)
-    if parts < 2:
-        return (), ()
-    ends = [(c + 1) * n // parts - 1 for c in range(parts - 1)]  # last block of each chunk but the last
-    where = {id(x): i for i, x in enumerate(ex)}
-    return tuple(where[id(posts[e][-1])] for e in ends), tuple(e + 1 for e in ends)
-
-
-def _bias_requant(bias_row: int, scale_row: int, r: int, wo: int, dst: int, acc: int = 0) -> list:
-    """ACC rows [acc, acc + r*wo) += CONST bias row, then REQUANT with the CONST scale row into SPAD ``dst``.
-
-    Output blocks alternate between two ACC halves (``acc``), so the array computes the next block
-    while the vector unit requantizes this one (the ACC level is double-buffered in the hwconfig)."""
-    walk = {"mx": wo, "my": r, "sx": 1, "sy": wo}
-    return [
-        Vec(op=VecOp.ADD, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST, src1_mode=Src1Mode.FIXED,
-            dst=acc, src0=acc, src1=bias_row, **walk),
-        Vec(op=VecOp.REQUANT, u8=True, dst_buf=Buffer.SPAD, src0_buf=Buffer.ACC, src1_buf=Buffer.CONST,
-            src1_mode=Src1Mode.FIXED, dst=dst, src0=acc, src1=scale_row, **walk),
-    ]
 
 
 def lower_depthwise(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
@@ -357,7 +327,7 @@ def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray,
     wpad[:k, :n] = w_kn
     w_addr = em.const(wpad.reshape(kb, L, nb, L).transpose(2, 0, 1, 3).astype(np.int8), "weights")
     full_bias = bias.astype(np.int64) - x.zero_point * w_kn.astype(np.int64).sum(axis=0)
-    c_addr = _interleaved_consts(em, full_bias, output_scale(x.scale, np.broadcast_to(w_scale, (n,)), y_scale), nb)
+    c_addr = interleaved_consts(em, full_bias, output_scale(x.scale, np.broadcast_to(w_scale, (n,)), y_scale), nb)
     _quant_setup(em, x, y_zp)
     w_base, w_copy = a_rows, g * per_block
     o_base = w_base + (1 if g == nb else 2) * w_copy
@@ -366,19 +336,21 @@ def lower_fc(em: Emitter, node: str, x: Act, w_kn: np.ndarray, bias: np.ndarray,
     tiles = []
     for t, j0 in enumerate(range(0, nb, g)):
         gn = min(g, nb - j0)
-        wh, ch, o0 = w_base + (t % 2) * w_copy, (t % 2) * 2 * g, o_base + (t % 2) * g * m
+        wh, o0 = w_base + (t % 2) * w_copy, o_base + (t % 2) * g * m
         tile = Tile(f"M {m} K {k} N blocks {j0}-{j0 + gn - 1}")
         tile.ld = em.load_rows(Buffer.SPAD, wh, gn * per_block, w_addr + j0 * per_block * L)
-        tile.ld.append(Load(buf=Buffer.CONST, elem=Elem.B32, sram=ch, y_size=2 * gn, dram_addr=c_addr + j0 * 8 * L,
-                            dram_pitch=4 * L))
+        ch, loads = const_rows(em, c_addr, j0, gn, g, nb, t % 2, t == 0, True)
+        tile.ld += loads
         gemms, posts = [], []
         for jj in range(gn):
             acc0 = ((j0 + jj) % 2) * (tg.acc_rows // 2)
             gemms.append([Gemm(loadw=True, dtype=GemmType.U8, a_base=0, w_base=wh + jj * per_block, c_base=acc0,
                                mx=1, my=m, l0=l0, l1=kb // l0, a_sy=kb, a_s0=1, a_s1=l0)])
-            posts.append(_bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m, acc0))
+            posts.append(bias_requant(ch + 2 * jj, ch + 2 * jj + 1, 1, m, o0 + jj * m, acc0))
             tile.st.append(Store(buf=Buffer.SPAD, sram=o0 + jj * m, y_size=m, dram_addr=y.addr + (j0 + jj) * L,
                                  dram_pitch=nb * L))
         tile.ex += software_pipeline(gemms, posts)
+        tile.carry, tile.lead, tile.free_at = len(posts[-1]), len(gemms[0]), free_at(em, tile.ex, nb)
+        tile.out_first = first_write(tile.ex, posts)
         tiles.append(tile)
     em.pipeline(tiles)

@@ -66,6 +66,13 @@ class Tile:
     # (the last chunk ends at ex[-1]; the first begins at st[0]); at most MAX_CHUNKS per tile
     ex_marks: tuple[int, ...] = ()
     st_marks: tuple[int, ...] = ()
+    # ``carry`` trailing EX instructions (the last output block's bias/requant VECs, which do not read
+    # the tile's input half) are issued among the next tile's first ``lead`` EX instructions (its first
+    # output block's GEMMs, which use the other ACC half), so the array does not idle at the boundary
+    carry: int = 0
+    lead: int = 1
+    free_at: int = -1  # EX index whose completion frees the tile's input half for the LD two tiles on
+    out_first: int = 0  # EX index of the first instruction writing the output half (waits for ST to free it)
 
 
 class Emitter:
@@ -122,16 +129,23 @@ class Emitter:
                                analytical_cycles=self.planner.analytical_cycles(plan))
 
     def pipeline(self, tiles: list[Tile]) -> None:
-        """Emit ``tiles`` with the double-buffering token pattern, then a BARRIER."""
+        """Emit ``tiles`` with the double-buffering token pattern, then a BARRIER.
+
+        A tile's ``carry`` trailing EX instructions are emitted one by one after each of the next
+        tile's first ``lead`` EX instructions (the first of which pops the next tile's tokens), the
+        rest before its instruction ``lead``; they keep the tokens of their own tile's end (input
+        half free to LD, last chunk ready to ST), so nothing their tile's buffers hold is released
+        before they ran, and every push of the next tile comes after them (``lead`` <= its first)."""
         n = len(tiles)
+        carried: list = []
         for t, tile in enumerate(tiles):
             if not (tile.ld and tile.ex and tile.st):
                 raise AssertionError(f"{self.node} {tile.label}: every tile needs LD, EX and ST work")
             self.tile = tile.label
             ld = _flag(tile.ld, 0, pop_next=t >= 2)
             ld = _flag(ld, -1, push_next=True)
-            ex = _flag(tile.ex, 0, pop_prev=True, pop_next=t >= 2)
-            ex = _flag(ex, -1, push_prev=t < n - 2, push_next=True)
+            ex = _flag(_flag(tile.ex, 0, pop_prev=True), tile.out_first, pop_next=t >= 2)
+            ex = _flag(_flag(ex, -1, push_next=True), tile.free_at, push_prev=t < n - 2)
             if len(tile.ex_marks) != len(tile.st_marks) or len(tile.ex_marks) > MAX_CHUNKS:
                 raise AssertionError(f"{self.node} {tile.label}: store chunks {tile.ex_marks} / {tile.st_marks}")
             for k in tile.ex_marks:  # chunk ready: ST may store it while EX computes the next chunk
@@ -140,7 +154,30 @@ class Emitter:
             for k in tile.st_marks:
                 st = _flag(st, k, pop_prev=True)
             st = _flag(st, -1, push_prev=t < n - 2)
-            for insn in (*ld, *ex, *st):
+            keep = len(ex) - (tile.carry if t < n - 1 else 0)
+            first_push = min((*tile.ex_marks, len(ex) - 1))
+            if not 0 < keep <= len(ex) or (carried and not 1 <= tile.lead <= first_push):
+                raise AssertionError(f"{self.node} {tile.label}: carry {tile.carry} / lead {tile.lead} of "
+                                     f"{len(ex)} EX instructions (first push {first_push}, {len(carried)} carried)")
+            for insn in ld:
+                self.emit(insn)
+            for k, insn in enumerate(ex[:keep]):
+                if k == tile.lead:  # the previous tile's carried VECs all before this tile's second block
+                    for label, c in carried:
+                        self.tile = label
+                        self.emit(c)
+                    carried, self.tile = [], tile.label
+                self.emit(insn)
+                if carried and k + 1 < tile.lead:
+                    self.tile, c = carried.pop(0)
+                    self.emit(c)
+                    self.tile = tile.label
+            for label, c in carried:  # a tile of only ``lead`` instructions
+                self.tile = label
+                self.emit(c)
+            self.tile = tile.label
+            carried = [(tile.label, insn) for insn in ex[keep:]]
+            for insn in st:
                 self.emit(insn)
         self.tile = "end"
         self.emit(Barrier())

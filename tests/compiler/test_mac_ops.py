@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,48 @@ def test_first_layer_rows_tiled():
         lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), 3, small)
     tiles = {e.tile for e in program.debug.values() if " rows " in e.tile}
     assert len(tiles) >= 3  # the output (32 rows) does not fit in one tile of this SPAD
+    assert lsb == 0
+
+
+@pytest.mark.parametrize("cin,cout,stride,hw,spad_kib", [
+    (20, 24, (2, 2), (13, 11), 256), (16, 40, (3, 2), (14, 9), 256), (33, 16, (2, 3), (15, 16), 256),
+    (24, 32, (2, 2), (40, 38), 4),  # a small SPAD: several row tiles of the compact input
+])
+def test_strided_1x1_loads_only_the_pixels_it_reads(cin, cout, stride, hw, spad_kib):
+    """A strided 1x1 conv LOADs every s-th row (pitch) and column (x_gap = s - 1), walks them at stride
+    1, and stays 0 LSB; odd sizes leave the last row and column of the input unread."""
+    from compiler.isa import Load
+
+    m = graphs.conv(np.random.default_rng(cin), cin, cout, (1, 1), stride, (0, 0, 0, 0), hw)
+    target = Target(spad_bytes=spad_kib * 1024, acc_bytes=16 * 1024)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), cin, target)
+    ho, wo = (hw[0] - 1) // stride[0] + 1, (hw[1] - 1) // stride[1] + 1
+    boxes = [i for i in program.instructions if isinstance(i, Load) and i.padsel]
+    read = [b.dram_addr + y * b.dram_pitch + x * (1 + b.x_gap) * 16 for b in boxes
+            for y in range(b.y_size) for x in range(b.x_size)]
+    base, plane = min(read), hw[0] * hw[1] * 16
+    want = [base + i * plane + (r * stride[0] * hw[1] + c * stride[1]) * 16
+            for i in range(-(-cin // 16)) for r in range(ho) for c in range(wo)]
+    assert sorted(read) == want  # every pixel the conv reads, once, and nothing else
+    tiles = {e.tile for e in program.debug.values() if " rows " in e.tile}
+    assert (len(tiles) > 1) == (spad_kib < 16)  # row tiles only where the SPAD is small
+    assert lsb == 0
+
+
+def test_unpadded_rows_of_every_input_block_load_as_one_box():
+    """1x1 conv, 40 channels (3 input blocks) in row tiles: each tile's rows are contiguous in every
+    block's plane, so one LOAD (rows = blocks, a plane apart) brings them all; 0 LSB."""
+    from compiler.isa import Load
+
+    m = graphs.conv(np.random.default_rng(5), 40, 24, (1, 1), (1, 1), (0, 0, 0, 0), (30, 20))
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), 5, Target(spad_bytes=8 * 1024, acc_bytes=16 * 1024))
+    boxes = [i for i in program.instructions if isinstance(i, Load) and i.padsel]
+    tiles = {e.tile for e in program.debug.values() if " rows " in e.tile}
+    assert len(tiles) > 1 and len(boxes) == len(tiles)
+    assert all(b.y_size == 3 and b.dram_pitch == 30 * 20 * 16 for b in boxes)
+    assert sum(b.x_size for b in boxes) == 30 * 20  # every pixel of the three planes once
     assert lsb == 0
 
 
