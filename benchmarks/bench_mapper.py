@@ -154,9 +154,10 @@ def grid(models, configs, workers):
     from dse import workloads
     from dse.network import map_model
 
+    print(f"start {time.strftime('%H:%M:%S UTC', time.gmtime())}, load average {os.getloadavg()[0]:.2f}")
     print(f"{'model':<20} {'config':<22} {'wall s':>7} {'evals':>9} {'evals/s':>9} {'energy uJ':>11} "
           f"{'latency ms':>11} {'EDP pJ*s':>11}")
-    total, walls = 0.0, {}
+    total, walls, evals = 0.0, {}, Counter()
     for model in models:
         wl = workloads.load(model)
         for cfg in configs:
@@ -172,8 +173,14 @@ def grid(models, configs, workers):
             walls[(model, cfg)] = wall
             tot = res.totals
             ev = tot["mappings_evaluated"]
+            evals[cfg] += ev
             print(f"{model:<20} {cfg:<22} {wall:7.2f} {ev:9,} {ev / wall:9,.0f} {tot['energy_pj'] * 1e-6:11.4g} "
                   f"{tot['latency_s'] * 1e3:11.4g} {tot['edp']:11.4g}", flush=True)
+    for cfg in configs:
+        wall = sum(w for (_, c), w in walls.items() if c == cfg)
+        if wall:
+            print(f"config {cfg:<22} {wall:7.1f} s wall {evals[cfg]:10,} evals {evals[cfg] / wall:9,.0f} evals/s")
+    print(f"end {time.strftime('%H:%M:%S UTC', time.gmtime())}, load average {os.getloadavg()[0]:.2f}")
     print(f"total: {total:.1f} s wall for {len(walls)} (model, config) pairs on {workers} workers "
           f"(target for all zoo models on all configs: 120 s)")
     if ("resnet18", "tpu_like") in walls:

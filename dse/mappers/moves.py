@@ -70,3 +70,19 @@ class PrimeMoves:
         hit = (rank == pick[:, None]) & (nb >= 0)
         first = hit.argmax(axis=1)
         return np.where(count > 0, nb[np.arange(len(rows)), first], rows)
+
+
+class MoveTables:
+    """The :class:`PrimeMoves` of every dimension of a mapspace, each built on first use."""
+
+    def __init__(self, tables: list) -> None:
+        self._tables = tables
+        self._moves: dict[int, PrimeMoves] = {}
+
+    def __getitem__(self, di: int) -> PrimeMoves:
+        if di not in self._moves:
+            self._moves[di] = PrimeMoves(self._tables[di].table)
+        return self._moves[di]
+
+    def neighbours(self, di: int, row: int) -> np.ndarray:
+        return self[di].neighbours(row)

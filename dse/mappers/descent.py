@@ -1,0 +1,216 @@
+"""The fast mapper's second phase: an iterated variable-neighbourhood descent by a pool of walkers.
+
+A walker takes the best move of its cheapest improving neighbourhood and goes back to the cheapest
+after every move: (0) single prime moves, keep options one keep/bypass flip away, the loop-order
+classes of each level (:mod:`dse.mapspace.orders`); (1) every split of one dimension, every keep
+option, alone and with each prime move; (2) two dimensions trading a place on a fan-out (out of
+reach of single moves without a half-idle array). Big neighbourhoods are sampled. A walker that no neighbourhood improves has reached a local
+optimum and leaves the pool.
+
+The pool starts with the given walkers and is refilled up to ``width`` with *kicks*: the incumbent
+(the best local optimum so far) with two dimensions re-split at random, sometimes another keep
+option, and one mutation. Every round evaluates the neighbourhoods of all walkers (and the new kicks)
+in one batch, so the cost per round (a few milliseconds of fixed cost in ``evaluate_batch`` and here)
+is shared, and no walker waits for the slowest one to finish. The search stops when the budget is
+spent or when ``patience`` kicks in a row have ended without beating the incumbent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dse.mappers.evolution import mutate
+from dse.mappers.genomes import Evaluator, Genomes
+
+if TYPE_CHECKING:
+    from dse.mappers.moves import MoveTables
+    from dse.mapspace import Mapspace
+
+LEVELS = 3  # neighbourhood kinds
+
+
+class Descent:
+    def __init__(self, ms: Mapspace, moves: MoveTables, rng: np.random.Generator, evaluate: Evaluator,
+                 sample: int = 512, swap_cap: int = 4096) -> None:
+        self.ms, self.moves, self.rng, self.evaluate = ms, moves, rng, evaluate
+        self.sample, self.swap_cap = sample, swap_cap
+        self._free = [d for d, t in enumerate(ms.tables) if len(t.table) > 1]
+        flat = ms.keep_options.reshape(len(ms.keep_options), -1)
+        # keep options one keep/bypass flip away: [K, K] (a config with 128 options would otherwise
+        # put all of them into every cheapest neighbourhood)
+        self._flips = (flat[:, None, :] != flat[None, :, :]).sum(axis=2) == 1
+
+    # ---- neighbourhoods ---------------------------------------------------------------------------
+    def neighbourhood(self, g: Genomes, ranks: np.ndarray, level: int) -> tuple[Genomes, np.ndarray] | None:
+        """Moves around the single candidate ``g`` (with ``ranks`` [1, L, D]) of kind ``level``, as
+        (genomes, ranks); None when there are none. Kinds 1 and 2 are sampled to ``sample``."""
+        ms, moves = self.ms, self.moves
+        k = len(ms.keep_options)
+        rows0, keep0 = g.rows[0], int(g.keep[0])
+        rows, keep, rk = [], [], []  # parts; a rank part of None means g's ranks
+
+        def part(r: np.ndarray, kp: np.ndarray | int = keep0, ranks_part: np.ndarray | None = None) -> None:
+            rows.append(r)
+            keep.append(np.broadcast_to(kp, len(r)))
+            rk.append(ranks_part)
+
+        if level == 0:  # single prime moves, one keep/bypass flip, every order class of each level
+            for di in range(len(ms.dims)):
+                nb = moves.neighbours(di, int(rows0[di]))
+                if nb.size:
+                    r = np.repeat(g.rows, nb.size, axis=0)
+                    r[:, di] = nb
+                    part(r)
+            flips = np.nonzero(self._flips[keep0])[0]
+            if flips.size:
+                part(np.repeat(g.rows, flips.size, axis=0), flips)
+            masks = ms.active_masks(ms.decode(g.rows)[0])[0]
+            for li in range(ms.n_levels):
+                cls = ms.order_ranks(li, int(masks[li]))
+                if len(cls) > 1:
+                    r = np.repeat(ranks, len(cls), axis=0)
+                    r[:, li] = cls
+                    part(np.repeat(g.rows, len(cls), axis=0), keep0, r)
+        elif level == 1:  # every other split of one dimension; every keep option, also with prime moves
+            part(np.repeat(g.rows, k, axis=0), np.arange(k))
+            for di in range(len(ms.dims)):
+                n = len(ms.tables[di].table)
+                if 1 < n <= 512:
+                    r = np.repeat(g.rows, n, axis=0)
+                    r[:, di] = np.arange(n)
+                    part(r)
+                nb = moves.neighbours(di, int(rows0[di]))
+                if nb.size:
+                    r = np.repeat(g.rows, nb.size * k, axis=0)
+                    r[:, di] = np.repeat(nb, k)
+                    part(r, np.tile(np.arange(k), nb.size))
+        else:  # two dimensions trade a place on a fan-out
+            swaps = self.spatial_swaps(g)
+            if swaps is not None:
+                part(*swaps)
+        if not rows:
+            return None
+        n = sum(len(r) for r in rows)
+        out_ranks = np.concatenate([np.repeat(ranks, len(r), axis=0) if p is None else p
+                                    for r, p in zip(rows, rk)])
+        cand = Genomes(np.concatenate(rows), np.repeat(g.keys, n, axis=0), np.concatenate(keep))
+        if level > 0 and n > self.sample:
+            pick = np.sort(self.rng.choice(n, self.sample, replace=False))
+            cand, out_ranks = cand.take(pick), out_ranks[pick]
+        return cand, out_ranks
+
+    def spatial_swaps(self, g: Genomes) -> tuple[np.ndarray, np.ndarray] | None:
+        """Rows and keep options where two dimensions trade a place on one fan-out: one's prime
+        leaves it, another's enters. Single moves cannot do this without passing through a half-idle
+        array (much worse), so the descent would never cross; with every keep option, sampled down
+        to ``swap_cap`` candidates."""
+        ms = self.ms
+        sp = [t.group_spatial for t in ms.tables]
+        start = [np.searchsorted(t.group_start, np.arange(len(t.table)), side="right") - 1 for t in ms.tables]
+        rows = []
+        for j in range(len(ms.fanouts)):
+            out, into = [], []
+            for di in range(len(ms.dims)):
+                here = sp[di][start[di][g.rows[0, di]], j]
+                nb = self.moves.neighbours(di, int(g.rows[0, di]))
+                there = sp[di][start[di][nb], j]
+                out.append(nb[there < here])
+                into.append(nb[there > here])
+            for a in range(len(ms.dims)):
+                for b in range(len(ms.dims)):
+                    if a == b or not out[a].size or not into[b].size:
+                        continue
+                    ra, rb = np.meshgrid(out[a], into[b], indexing="ij")
+                    r = np.repeat(g.rows, ra.size, axis=0)
+                    r[:, a], r[:, b] = ra.ravel(), rb.ravel()
+                    rows.append(r)
+        if not rows:
+            return None
+        k = len(ms.keep_options)
+        r = np.repeat(np.concatenate(rows), k, axis=0)
+        keep = np.tile(np.arange(k), len(r) // k)
+        if len(r) > self.swap_cap:
+            pick = np.sort(self.rng.choice(len(r), self.swap_cap, replace=False))
+            r, keep = r[pick], keep[pick]
+        return r, keep
+
+    def kicks(self, g: Genomes, n: int) -> Genomes:
+        """``n`` perturbations of the single candidate ``g``: two dimensions re-split at random,
+        another keep option half of the time, then one mutation."""
+        ms, rng = self.ms, self.rng
+        kick = g.take(np.zeros(n, np.int64))
+        for j in range(n):
+            for di in rng.choice(self._free, size=min(2, len(self._free)), replace=False):
+                kick.rows[j, di] = rng.integers(len(ms.tables[di].table))
+        other = rng.random(n) < 0.5
+        kick.keep[other] = rng.integers(len(ms.keep_options), size=int(other.sum()))
+        return mutate(ms, self.moves, rng, kick)
+
+    # ---- the pool ---------------------------------------------------------------------------------
+    def run(self, starts: Genomes, scores: np.ndarray, width: int, patience: int) -> None:
+        """Descend from ``starts`` (with their ``scores``), refilling the pool with kicks of the
+        incumbent up to ``width`` walkers, until the budget is spent or ``patience`` kicks in a row
+        bring nothing. The best mapping is recorded by the evaluator's search state."""
+        ev = self.evaluate
+        if not self._free:
+            width = len(starts)  # nothing to re-split: only descend from the starts
+        pos = starts.copy()
+        ranks = pos.ranks()
+        score = np.array(scores, dtype=np.float64)
+        level = np.zeros(len(pos), np.int64)
+        fresh = np.zeros(len(pos), bool)  # a kick not evaluated yet
+        kicked = np.zeros(len(pos), bool)
+        i0 = int(np.argmin(score))
+        best, best_score = pos.take(np.array([i0])), float(score[i0])
+        stale = 0
+        while ev.left() > 0:
+            room = width - len(pos)
+            if room > 0 and stale < patience and self._free:
+                k = self.kicks(best, room)
+                pos, ranks = Genomes.cat([pos, k]), np.concatenate([ranks, k.ranks()])
+                score = np.concatenate([score, np.full(room, np.inf)])
+                level = np.concatenate([level, np.zeros(room, np.int64)])
+                fresh = np.concatenate([fresh, np.ones(room, bool)])
+                kicked = np.concatenate([kicked, np.ones(room, bool)])
+            if not len(pos):
+                break
+            segs: list[tuple[int, Genomes, np.ndarray]] = []
+            for w in range(len(pos)):
+                if fresh[w]:
+                    segs.append((w, pos.take(np.array([w])), ranks[w:w + 1]))
+                    continue
+                while level[w] < LEVELS:
+                    nb = self.neighbourhood(pos.take(np.array([w])), ranks[w:w + 1], int(level[w]))
+                    if nb is not None:
+                        segs.append((w, *nb))
+                        break
+                    level[w] += 1
+            if segs:
+                sc = ev(Genomes.cat([s[1] for s in segs]), np.concatenate([s[2] for s in segs]), reuse=True)
+                lo = 0
+                for w, cand, r in segs:
+                    hi = lo + len(cand)
+                    i = lo + int(np.argmin(sc[lo:hi]))
+                    if fresh[w]:
+                        fresh[w], score[w] = False, sc[i]
+                        if not np.isfinite(sc[i]):
+                            level[w] = LEVELS  # an invalid kick: drop it
+                    elif sc[i] < score[w]:
+                        j = i - lo
+                        pos.rows[w], pos.keys[w], pos.keep[w] = cand.rows[j], r[j], cand.keep[j]
+                        ranks[w], score[w], level[w] = r[j], sc[i], 0
+                    else:
+                        level[w] += 1
+                    lo = hi
+            done = level >= LEVELS
+            for w in np.nonzero(done)[0]:  # local optima leave the pool
+                if score[w] < best_score:
+                    best, best_score, stale = pos.take(np.array([w])), float(score[w]), 0
+                elif kicked[w]:
+                    stale += 1
+            if done.any():
+                keep = np.nonzero(~done)[0]
+                pos, ranks, score = pos.take(keep), ranks[keep], score[keep]
+                level, fresh, kicked = level[keep], fresh[keep], kicked[keep]
