@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
              seed: int = 0, max_evaluations: int = 20_000, time_limit_s: float | None = None,
              population: int = 1024, elite: int = 64, explore: float = 0.25, generations: int = 64,
-             starts: int = 4, width: int = 8, patience: int = 24, pareto: bool = False,
+             starts: int = 4, width: int = 8, patience: int = 60, pareto: bool = False,
              mapspace: Mapspace | None = None, **eval_kw: Any) -> MapperResult:
     """A good mapping within ``max_evaluations`` cost-model evaluations (see the module docstring)."""
     t0 = time.perf_counter()
