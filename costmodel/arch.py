@@ -30,6 +30,7 @@ from costmodel.tech import Technology
 from costmodel.yamlio import LineMap, load_yaml, validation_error
 
 Role = Literal["I", "W", "O"]
+Dim = Literal["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"]  # the Problem constructors' names
 Datatype = Literal["int8", "int16", "fp16", "bf16", "fp32"]
 PosInt = Annotated[int, Field(gt=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -187,6 +188,38 @@ class Constraint(_Strict):
     keep: list[Role] = Field(default_factory=list, description="Tensors that must be kept at this level.")
 
 
+class PaddingConfig(_Strict):
+    """Imperfect factors: the mappers may pad a loop bound up to a larger size with more useful
+    divisors (zero-padded data), as hardware does for a prime channel count on a power-of-two array.
+    A padded mapping's factors multiply to the padded bound; it pays for the padded MACs and tiles."""
+
+    max_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
+        description="Largest padding as a fraction of the bound: a dim of size D may be padded to at "
+        "most floor(D * (1 + max_fraction)) (0.125: 15 -> 16, 17 -> 19)."
+    )
+    dims: list[Dim] | None = Field(
+        None, description="Dims that may be padded (e.g. [K, C]); dims a layer lacks are ignored. "
+        "Omit: every dim."
+    )
+    max_candidates: PosInt = Field(
+        2, description="Padded sizes the mappers try per dim: the smallest sizes in the allowance that "
+        "need fewer folds on a fan-out the dim may use, or have more divisors, than every smaller size."
+    )
+    max_problems: PosInt = Field(
+        16, description="Padded problems (combinations of per-dim sizes, least padded MACs first) the "
+        "mappers search besides the unpadded one."
+    )
+
+
+class MapspaceConfig(_Strict):
+    """Options of the mapspace that are properties of the hardware (beyond dataflow constraints)."""
+
+    padding: PaddingConfig | None = Field(
+        None, description="Optional: allow imperfect factors by padding loop bounds. Omit: perfect "
+        "factorizations only."
+    )
+
+
 class HwConfig(_Strict):
     """A hardware config file (hwconfigs/*.yaml)."""
 
@@ -205,6 +238,7 @@ class HwConfig(_Strict):
         None, description="Optional: the compiler template block, validated by compiler/target.py."
     )
     constraints: list[Constraint] = Field(default_factory=list, description="Dataflow constraints.")
+    mapspace: MapspaceConfig | None = Field(None, description="Optional: mapspace options (padding).")
     fixed_overhead_mm2: NonNeg = Field(0.0, description="Area of control, I/O, etc. (mm^2).")
 
 
@@ -286,6 +320,7 @@ class Architecture(BaseModel):
     compilable: dict[str, Any] | None
     constraints: tuple[Constraint, ...]
     fixed_overhead_mm2: float
+    padding: PaddingConfig | None = None
     _fingerprint: str | None = PrivateAttr(default=None)
 
     @property
@@ -317,7 +352,9 @@ class Architecture(BaseModel):
         """16 hex chars of sha256 over the canonical resolved config (file path and description excluded,
         so moving or re-describing a config does not invalidate binaries compiled for it)."""
         if self._fingerprint is None:
-            data = self.model_dump(mode="json", exclude={"source", "description"})
+            # a config without padding keeps the fingerprint it had before the field existed
+            skip = {"source", "description"} | ({"padding"} if self.padding is None else set())
+            data = self.model_dump(mode="json", exclude=skip)
             blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
             self._fingerprint = hashlib.sha256(blob.encode()).hexdigest()[:16]
         return self._fingerprint

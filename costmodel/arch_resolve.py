@@ -189,6 +189,7 @@ def resolve(cfg: HwConfig, lines: LineMap, source: str) -> Architecture:
         compilable=cfg.compilable,
         constraints=tuple(_constraints(cfg, lines)),
         fixed_overhead_mm2=cfg.fixed_overhead_mm2,
+        padding=cfg.mapspace.padding if cfg.mapspace else None,
     )
 
 

@@ -188,10 +188,17 @@ def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *,
 
 def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap: bool = True,
              systolic_mode: SystolicMode | None = None) -> Evaluation:
-    """Evaluate one (validated) mapping: a batch of one, with the config's area breakdown."""
+    """Evaluate one (validated) mapping: a batch of one, with the config's area breakdown.
+
+    A padded mapping is costed as the padded loop nest it executes (padded MACs and tiles take energy
+    and cycles); ``macs`` and ``utilization`` count the layer's real MACs."""
     from costmodel.area import area_breakdown
     from costmodel.mapping import MappingBatch
 
-    batch = MappingBatch.from_mappings([mapping], problem, arch)
-    ev = evaluate_batch(problem, arch, batch, overlap=overlap, systolic_mode=systolic_mode)
+    executed = mapping.problem_for(problem)
+    batch = MappingBatch.from_mappings([mapping], executed, arch)
+    ev = evaluate_batch(executed, arch, batch, overlap=overlap, systolic_mode=systolic_mode)
+    if executed is not problem:
+        ev.macs = np.full_like(ev.macs, problem.macs)
+        ev.utilization = ev.macs / (float(arch.num_pes) * np.maximum(ev.latency_cycles, 1))
     return ev.row(0, dict(area_breakdown(arch)))

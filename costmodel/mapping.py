@@ -5,6 +5,10 @@ level 0's spatial loops onto the fan-out below it (X, then Y), level 1's tempora
 the innermost level's spatial loops onto the MACs. Per dimension the product of all its factors
 equals its size. A tensor's *tile* at a level is what the loops from that level inward touch.
 
+With ``padded`` (only where the config's ``mapspace.padding`` allows it), a dimension's factors
+multiply to its padded bound instead: the padded loop nest is the one executed and costed
+(:func:`padded_problem`), on zero-padded data.
+
 Tensors are kept where the level ``holds`` them and the mapping does not ``bypass`` them; DRAM
 (level 0) keeps every tensor. One tensor element is one word (the tile sizes are in words).
 
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from costmodel.errors import UserError
+from costmodel.padding import check_padding, padded_problem, padding_hint
 from costmodel.problem import Problem
 
 if TYPE_CHECKING:
@@ -84,9 +89,15 @@ def _names(raw: Any, where: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Mapping:
-    """One LevelMapping per architecture level, outermost (DRAM) first."""
+    """One LevelMapping per architecture level, outermost (DRAM) first; ``padded`` holds the padded
+    bounds ``(dim, bound)`` of the dimensions it pads (empty: every factor product is the size)."""
 
     levels: tuple[LevelMapping, ...]
+    padded: tuple[tuple[str, int], ...] = ()
+
+    def problem_for(self, problem: Problem) -> Problem:
+        """The loop nest this mapping executes: ``problem`` with the padded bounds."""
+        return padded_problem(problem, dict(self.padded))
 
     # ---- accessors -------------------------------------------------------------------------------
     def keeps(self, level: int, tensor: str, arch: Architecture) -> bool:
@@ -124,7 +135,9 @@ class Mapping:
         if self.levels[0].bypass:
             raise UserError(f"{where}: level {alevels[0].name} (outermost) must keep every tensor, "
                             f"but bypasses {sorted(self.levels[0].bypass)}")
+        pad = check_padding(self, problem, arch, where)
         for d, size in problem.dims:
+            bound = pad.get(d, size)
             parts, prod = [], 1
             for lm, lv in zip(self.levels, alevels):
                 for what, facs in (("T", lm.temporal), ("X", lm.spatial_x), ("Y", lm.spatial_y)):
@@ -132,9 +145,11 @@ class Mapping:
                     if f != 1:
                         parts.append(f"{lv.name} {what}{f}")
                         prod *= f
-            if prod != size:
+            if prod != bound:
+                expected = f"its padded bound {bound} (size {size})" if d in pad else f"its size {size}"
                 raise UserError(f"{where}: dimension {d}: factors multiply to {prod} "
-                                f"({' x '.join(parts) or 'no factors'}), expected its size {size}")
+                                f"({' x '.join(parts) or 'no factors'}), expected {expected}"
+                                f"{padding_hint(d, size, prod, pad, arch)}")
         for lm, lv in zip(self.levels, alevels):
             for axis, facs, limit in (("X", lm.spatial_x, lv.fanout_x), ("Y", lm.spatial_y, lv.fanout_y)):
                 used = math.prod(facs.values())
@@ -144,7 +159,8 @@ class Mapping:
                                     f"instances, fan-out {axis} is {limit}")
         from costmodel.tiles import tile_words  # late: tiles imports this module
 
-        words = tile_words(problem, MappingBatch.from_mappings([self], problem, arch))[0]
+        executed = padded_problem(problem, pad)
+        words = tile_words(executed, MappingBatch.from_mappings([self], executed, arch))[0]
         for li, lv in enumerate(alevels):
             if lv.capacity_words is None:
                 continue
@@ -167,7 +183,10 @@ class Mapping:
             if arch is not None:
                 d = {"level": arch.levels[i].name, **d}
             out.append(d)
-        return {"levels": out}
+        data: dict[str, Any] = {"levels": out}
+        if self.padded:
+            data["padded"] = {d: int(n) for d, n in self.padded}
+        return data
 
     @classmethod
     def from_dict(cls, data: Any, arch: Architecture | None = None, where: str = "mapping") -> Mapping:
@@ -175,6 +194,7 @@ class Mapping:
         levels not listed get no loops); without names, entries are positional."""
         if not isinstance(data, dict) or not isinstance(data.get("levels"), list):
             raise UserError(f"{where}: expected a mapping with a 'levels' list")
+        padded = tuple(_factors(data.get("padded"), f"{where}: padded").items())
         entries = data["levels"]
         names = [e.get("level") if isinstance(e, dict) else None for e in entries]
         if arch is not None and any(n is not None for n in names):
@@ -203,7 +223,7 @@ class Mapping:
                 spatial_y=_factors(e.get("spatial_y"), f"{w}.spatial_y"),
                 bypass=frozenset(_names(e.get("bypass"), f"{w}.bypass")),
             ))
-        return cls(tuple(levels))
+        return cls(tuple(levels), padded)
 
     def save(self, path: str | Path, arch: Architecture | None = None) -> Path:
         """Write YAML (or JSON for a .json path) atomically."""
@@ -227,8 +247,12 @@ class Mapping:
         ``parallel_for``, and per level the tile (words) of each tensor it keeps."""
         from costmodel.tiles import tile_words
 
+        sizes = problem.sizes
+        problem = self.problem_for(problem)
         words = tile_words(problem, MappingBatch.from_mappings([self], problem, arch))[0]
         lines, depth = [], 0
+        if self.padded:
+            lines.append("# padded: " + ", ".join(f"{d} {sizes[d]} -> {n}" for d, n in self.padded))
         for li, (lm, lv) in enumerate(zip(self.levels, arch.levels)):
             kept = [f"{t.name} {int(words[li, ti])}" for ti, t in enumerate(problem.tensors)
                     if self.keeps(li, t.name, arch)]

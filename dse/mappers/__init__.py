@@ -21,15 +21,26 @@ def map_layer(problem: Problem, arch: Architecture, objective: Any = "edp", *, m
               constraints: Any = None, seed: int = 0, pareto: bool = False, **options: Any) -> MapperResult:
     """Best mapping of one layer on one config. ``options`` go to the chosen mapper (e.g. the fast
     mapper's ``max_evaluations`` / ``time_limit_s``); the exhaustive one is seeded by a fast run.
-    (Persistence and whole networks: :mod:`dse.mapdb`, :mod:`dse.network`.)"""
+    Where the config allows padding (``mapspace.padding``), the padded problems are searched too
+    (:mod:`dse.mappers.padding`). (Persistence and whole networks: :mod:`dse.mapdb`, :mod:`dse.network`.)"""
     obj = Objective.parse(objective)
     if mapper not in MAPPERS:
         raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
-    return _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
+    if arch.padding is None:
+        return _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
+    from dse.mappers.padding import map_padded
+
+    def one(p: Problem, *, constraints: Any, incumbent: MapperResult | None) -> MapperResult:
+        return _search(p, arch, obj, mapper, constraints, seed, pareto, options, incumbent)
+
+    return map_padded(problem, arch, obj, one, exhaustive=mapper == "exhaustive", pareto=pareto,
+                      constraints=constraints)
 
 
 def _search(problem: Problem, arch: Architecture, obj: Objective, mapper: str, constraints: Any, seed: int,
-            pareto: bool, options: dict[str, Any]) -> MapperResult:
+            pareto: bool, options: dict[str, Any], incumbent: MapperResult | None = None) -> MapperResult:
+    """One problem. ``incumbent``: a result of another (padded) problem for the exhaustive search to
+    beat; ``stats["incumbent_kept"]`` says nothing in this mapspace did."""
     from dse.mappers.exhaustive import exhaustive_map
     from dse.mappers.fast import fast_map
     from dse.mapspace import Mapspace
@@ -40,12 +51,21 @@ def _search(problem: Problem, arch: Architecture, obj: Objective, mapper: str, c
     if mapper == "exhaustive":
         seed_run = None if pareto else fast_map(problem, arch, obj, mapspace=ms, seed=seed,
                                                 max_evaluations=20_000)
-        res = exhaustive_map(problem, arch, obj, mapspace=ms, pareto=pareto, incumbent=seed_run, **options)
+        start = seed_run
+        if incumbent is not None and (seed_run is None or _score(obj, incumbent) < _score(obj, seed_run)):
+            start = incumbent
+        res = exhaustive_map(problem, arch, obj, mapspace=ms, pareto=pareto, incumbent=start, **options)
+        if start is not incumbent:  # what was kept (if anything) is this problem's own seed mapping
+            res.stats["incumbent_kept"] = 0
         if seed_run is not None:
             res.mappings_evaluated += seed_run.mappings_evaluated
             res.search_seconds += seed_run.search_seconds
         return res
     raise AssertionError(mapper)
+
+
+def _score(obj: Objective, res: MapperResult) -> float:
+    return float(obj.score(res.metrics["energy_pj"], res.metrics["latency_cycles"]))
 
 
 __all__ = ["MAPPERS", "MapperResult", "Objective", "map_layer"]

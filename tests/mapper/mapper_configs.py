@@ -12,8 +12,9 @@ def _level(name, kind, holds, capacity=None, fanout=None, **kw):
     return out
 
 
-def two_level(systolic: bool = False, **pe):
-    """DRAM -> a 2x1 mesh of PEs with an 8-word register file each (2 MACs)."""
+def two_level(systolic: bool = False, padding=None, **pe):
+    """DRAM -> a 2x1 mesh of PEs with an 8-word register file each (2 MACs); ``padding``: the
+    ``mapspace.padding`` block, if any."""
     data = {
         "name": "two_level" + ("_ws" if systolic else ""), "clock": "500 MHz",
         "technology": {"node_nm": 45}, "mac": {"datatype": "int8"},
@@ -24,6 +25,23 @@ def two_level(systolic: bool = False, **pe):
     }
     if systolic:
         data["systolic"] = {"dataflow": "WS", "level": "DRAM"}
+    if padding is not None:
+        data["name"] += "_pad"
+        data["mapspace"] = {"padding": padding}
+    return architecture_from_dict(data)
+
+
+def wide(padding=None):
+    """DRAM (unlimited bandwidth) -> a 16x1 mesh of PEs with a 16-word register file each."""
+    data = {
+        "name": "wide16", "clock": "500 MHz", "technology": {"node_nm": 45}, "mac": {"datatype": "int8"},
+        "levels": [
+            _level("DRAM", "dram", ["I", "W", "O"], fanout=(16, 1)),
+            _level("rf", "regfile", ["I", "W", "O"], capacity=16),
+        ],
+    }
+    if padding is not None:
+        data["mapspace"] = {"padding": padding}
     return architecture_from_dict(data)
 
 
