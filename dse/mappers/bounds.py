@@ -28,9 +28,15 @@ they follow from the cost model's definitions (docs/semantics.md, costmodel/anal
   For a tensor without sliding axes every tile change lands on a disjoint tile and the block's
   first tile differs from the held one, so the bound is the full ``N_T * F``. The same count bounds
   the parent's reads (I, W) or updates (O) on that link. With no such ``j`` the factor is 1.
-* *Latency* is at least the temporal steps (every mode adds traffic, fill/drain or fold overhead to
-  that) and at least each level's traffic cycles computed from the counts above (overlap takes a
-  max, no overlap a sum; both are at least the max).
+* *Latency* (costmodel/latency.py). Compute cycles are at least the temporal steps ``S``, plus on a
+  systolic config one fold's fill/drain/skew (``2R + C - 2`` or ``R + C - 2``: both fold modes charge
+  it at least once). Per level, traffic cycles are at least those of the counts above. With overlap,
+  the layer is ``ceil(pipe) + sum of the single-buffered levels' traffic`` with ``pipe`` at least
+  ``max(compute, vector, moved + c_tile + v_last)``: ``moved`` the busiest double-buffered port
+  (DRAM included); where staged levels exist ``c_tile = compute / tiles >= 1`` (tiles <= S) and the
+  last output tile's vector passes ``v_last >= min(POST_OPS, V / S)`` (``V`` all vector cycles, a
+  constant; 0 without a vector unit), else both are 0. The cap by the serial time
+  ``compute + ceil(V) + sum of all traffic`` is no smaller. Without overlap it is that serial time.
 * *Energy* is at least MACs * E_mac + leakage power * latency bound + those counts times the
   per-word energies, plus the network: a link's words (the parent's reads for I and W, its updates
   for O) cross every fan-out network from the parent's level down to the child's (hop_pj each).
@@ -45,8 +51,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodel.energy import PJ_PER_MW_S, level_vectors
+from dse.mapspace.orders import SLIDE
 
 if TYPE_CHECKING:
+    from costmodel.arch import Architecture
     from costmodel.problem import Problem, Tensor
     from dse.mapspace import Mapspace
 
@@ -69,7 +77,8 @@ def _bw(values: list[float | None]) -> np.ndarray:
 
 def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray,
                  keep: np.ndarray | None = None, per_tensor: bool = False,
-                 known: np.ndarray | None = None, options: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+                 known: np.ndarray | None = None, options: np.ndarray | None = None,
+                 overlap: bool = True) -> tuple[np.ndarray, ...]:
     """``(energy_lb, latency_lb)``, each [C, K], for tilings [C] with each keep option [K] of the
     mapspace; with ``keep`` [C, L, T] (one keep choice per tiling) both are [C]. With
     ``per_tensor``: ``(base, tensor_lb [..., T], latency_lb)`` where ``energy_lb = base +
@@ -80,7 +89,8 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     are fixed). The forced refetch factor is monotone (never smaller when a factor is multiplied
     into any temporal slot), so evaluating it with the unknown dims' temporal factors at 1 bounds
     every completion; the other terms depend on the steps and spatial factors alone. ``options``
-    (indices into the mapspace's keep options) restricts the K axis to those options."""
+    (indices into the mapspace's keep options) restricts the K axis to those options; ``overlap`` is
+    the cost model's option of the same name."""
     arch, problem = ms.arch, ms.problem
     paired = keep is not None
     if paired:
@@ -92,8 +102,6 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     levels = np.arange(n_lv)
     steps = temporal.prod(axis=(1, 2)).astype(np.float64)  # [C]
     spatial = (sx * sy).prod(axis=1)  # [C, D]
-    parent = np.where(keep, levels[None, :, None], -1).max(axis=1)  # [K, T]
-    is_parent = levels[None, :, None] == parent[:, None, :]  # [K, L, T]
     dim_index = {d: i for i, d in enumerate(ms.dims)}
 
     def lift(x: np.ndarray) -> np.ndarray:
@@ -110,33 +118,32 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     reads = 0.0
     writes = 0.0
     parts = []
+    refetch_t = temporal if known is None else np.where(known, temporal, 1)
     for ti, t in enumerate(problem.tensors):
         distinct = np.ones(len(temporal), dtype=np.float64)
         for axis in t.axes:
             distinct *= spatial[:, [dim_index[d] for _, d in axis]].max(axis=1)
-        mac_link = (steps * distinct)[:, None] if paired else (steps * distinct)[:, None, None]
+        links = _Links(ms, ti, keep[:, :, ti], nxt[:, :, ti], par_le[:, :, ti], sx * sy, paired)
+        refetch = forced_refetch(ms, refetch_t, ti)
         n_t = float(touched(problem, t))
-        kept, par = keep[:, :, ti], is_parent[:, :, ti]
-        refetch = forced_refetch(ms, temporal if known is None else np.where(known, temporal, 1), ti)
-        fill_c = n_t * refetch[:, :n_lv]  # [C, L]: fills of level c when kept
-        # the link from each level to the next kept one below it: [C, L] paired, else [C, K, L]
-        link = n_t * (np.take_along_axis(refetch, nxt[:, :, ti], axis=1) if paired else refetch[:, nxt[:, :, ti]])
-        above = (kept & ~par).astype(np.float64)
-        par_f = lift(par.astype(np.float64))
-        r_t = 0.0
-        w_t = 0.0
-        fill_b = fill_c if paired else fill_c[:, None, :]
+        # the words of the link whose parent is each level: its child's forced refetch, or the MAC operands
+        words = np.where(links.nxt == n_lv, lift_c(steps * distinct, paired), n_t * links.at(refetch, links.nxt))
+        fill = n_t * refetch[:, :n_lv] * links.copies[:, :n_lv]  # [C, L]: fills of each level as a child
+        child = lift((keep[:, :, ti] & (levels[None, :] > 0)).astype(np.float64))
+        multicast = np.array([lv.multicast for lv in arch.levels])
         if t.is_output:
-            w_t = lift(above) * link + par_f * mac_link
+            w_t, hops = links.flow(words, np.array([lv.spatial_reduction for lv in arch.levels]))  # updates
+            r_t = 0.0
+            if SLIDE not in ms.roles[ti]:  # read-backs: every entry but each group's first of an element
+                r_t, back = links.flow(words - n_t, multicast)
+                hops = hops + back
+                w_t = w_t + child * links.per_level(fill - n_t * links.copies[:, :n_lv])
         else:
-            r_t = lift(above) * link + par_f * mac_link
-            w_t = lift((kept & (levels[None, :] > 0)).astype(np.float64)) * fill_b
+            r_t, hops = links.flow(words, multicast)
+            w_t = child * links.per_level(fill)
         reads = reads + r_t
         writes = writes + w_t
-        # network: a link's words cross every fan-out network from its parent down to its child
-        per_parent = w_t if t.is_output else r_t
-        idx = par_le[:, :, ti] if paired else np.broadcast_to(par_le[None, :, :, ti], per_parent.shape)
-        parts.append((r_t, w_t, np.take_along_axis(per_parent, idx, axis=-1)))
+        parts.append((r_t, w_t, hops))
     reads = reads + np.zeros_like(steps_b)
     writes = writes + np.zeros_like(steps_b)
     per_level = (sx * sy).prod(axis=2)  # [C, L]
@@ -144,9 +151,10 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     busy = busy.astype(np.float64) if paired else busy[:, None, :].astype(np.float64)
     rd = np.ceil(reads / busy / _bw([lv.read_bw for lv in arch.levels]))
     wr = np.ceil(writes / busy / _bw([lv.write_bw for lv in arch.levels]))
-    latency = np.maximum(np.maximum(rd, wr).max(axis=-1), steps_b[..., 0])
+    latency = latency_bound(arch, problem, steps_b[..., 0], np.maximum(rd, wr), overlap)
     v = level_vectors(arch)
-    leak_mw = v["leak_mw"].sum() + arch.mac.leak_mw * arch.num_pes
+    leak_mw = v["leak_mw"].sum() + arch.mac.leak_mw * arch.num_pes  # + the idle vector unit (energy.py)
+    leak_mw += 0.0 if arch.vector_unit is None else arch.vector_unit.leak_mw
     base = problem.macs * arch.mac.energy_pj + leak_mw * PJ_PER_MW_S * latency / arch.clock_hz
     zero = np.zeros_like(reads)
     tensor = np.stack([((r + zero) * v["read_pj"]).sum(axis=-1) + ((w + zero) * v["write_pj"]).sum(axis=-1)
@@ -154,6 +162,70 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     if per_tensor:
         return base, tensor, latency
     return base + tensor.sum(axis=-1), latency
+
+
+def latency_bound(arch: Architecture, problem: Problem, steps: np.ndarray, per_level: np.ndarray,
+                  overlap: bool = True) -> np.ndarray:
+    """Cycles no mapping with ``steps`` temporal steps and at least ``per_level`` [..., L] traffic
+    cycles per level can beat (module docstring, *Latency*)."""
+    from costmodel.latency import fold_overhead
+    from costmodel.pipeline import POST_OPS, staged_levels
+
+    sys_ = arch.systolic
+    compute = steps + (0 if sys_ is None else int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols)))
+    vu = arch.vector_unit
+    vector = 0.0 if vu is None else float(POST_OPS * -(-problem.tensor_elements(problem.output.name) // vu.lanes))
+    if not overlap:
+        return compute + np.ceil(vector) + per_level.sum(axis=-1)
+    db = np.array([i == 0 or lv.double_buffered or lv.ideal_overlap for i, lv in enumerate(arch.levels)])
+    moved = per_level[..., db].max(axis=-1)
+    tail = 0.0
+    if staged_levels(arch):
+        tail = 1.0 + (np.minimum(POST_OPS, vector / steps) if vu is not None else 0.0)
+    pipe = np.maximum(np.maximum(compute, vector), moved + tail)
+    return np.ceil(pipe - 1e-9) + per_level[..., ~db].sum(axis=-1)
+
+
+def lift_c(x: np.ndarray, paired: bool) -> np.ndarray:
+    """Per-tiling values [C] next to [C, K, L] (or [C, L] paired) counts."""
+    return x[:, None] if paired else x[:, None, None]
+
+
+class _Links:
+    """One tensor's links (parent -> next kept level below) for tilings [C] and keep options [K]
+    (or one keep choice per tiling, ``paired``), and the *copies* of a link's words (module
+    docstring): ``copies[:, n]`` is the product over networks above level ``n`` of the spatial
+    factors of dims the tensor does not use."""
+
+    def __init__(self, ms: Mapspace, ti: int, kept: np.ndarray, nxt: np.ndarray, par_le: np.ndarray,
+                 spatial: np.ndarray, paired: bool) -> None:
+        t = ms.problem.tensors[ti]
+        irr = np.array([d not in t.dims() for d in ms.dims])
+        self.irr_f = np.where(irr[None, None, :], spatial, 1).prod(axis=2).astype(np.float64)  # [C, L]
+        self.ones = np.ones((len(spatial), 1))
+        self.copies = np.concatenate([self.ones, np.cumprod(self.irr_f, axis=1)], axis=1)  # [C, L + 1]
+        self.kept, self.nxt, self.par_le, self.paired = kept, nxt, par_le, paired
+        self.levels = np.broadcast_to(np.arange(kept.shape[1]), nxt.shape)
+
+    def at(self, a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Per-tiling values [C, L + 1] at per-option level indices (-> [C, K, L], or [C, L] paired)."""
+        return np.take_along_axis(a, idx, axis=1) if self.paired else a[:, idx]
+
+    def per_level(self, x: np.ndarray) -> np.ndarray:
+        """Per-tiling values [C, L] next to the counts' shape."""
+        return x if self.paired else x[:, None, :]
+
+    def flow(self, words: np.ndarray, merges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(count, hops)``: the parent's count of each link -- ``words`` per group of child
+        instances that the networks between do not merge (``merges`` [L]: the network below each
+        level combines copies) -- and the link's words crossing each fan-out, once per group of
+        receiving instances that no network between merges."""
+        m = np.concatenate([self.ones, np.cumprod(np.where(merges, self.irr_f, 1.0), axis=1)], axis=1)
+        kept = self.kept[:, :] if self.paired else self.kept[None, :, :]
+        count = words * self.at(self.copies, self.nxt) * self.at(m, self.levels) / self.at(m, self.nxt) * kept
+        idx = self.par_le if self.paired else np.broadcast_to(self.par_le[None], count.shape)
+        hops = np.take_along_axis(count, idx, axis=-1) * self.per_level(m[:, 1:]) / self.at(m, self.par_le)
+        return count, hops
 
 
 def forced_refetch(ms: Mapspace, temporal: np.ndarray, ti: int) -> np.ndarray:

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from costmodel.arch import Architecture
     from costmodel.problem import Problem
 
+TIE = 1e-12
+"""Scores (log domain) within this of the incumbent count as ties, which the incumbent wins: a
+bound equal to a mapping's cost may come out below it by floating-point rounding, and on layers
+whose optimum many tilings share exactly, such near-ties would otherwise never be pruned."""
 
 
 def no_fit_error(ms: Mapspace) -> UserError:
@@ -81,7 +85,8 @@ def _order_bound(ms: Mapspace, obj: Objective, state: SearchState, rows: np.ndar
     if ti.size == 0:
         return fit
     keep = ms.keep_options[ki]
-    base, tensor_lb, lat_lb = lower_bounds(ms, t[ti], sx[ti], sy[ti], keep, per_tensor=True)
+    base, tensor_lb, lat_lb = lower_bounds(ms, t[ti], sx[ti], sy[ti], keep, per_tensor=True,
+                                           overlap=eval_kw.get("overlap", True))
     for tj, ranks in best_orders.items():
         batch = MappingBatch(t[ti], sx[ti], sy[ti], np.broadcast_to(ranks, t[ti].shape), keep)
         ev = evaluate_batch(ms.problem, ms.arch, batch, **eval_kw)
@@ -89,7 +94,7 @@ def _order_bound(ms: Mapspace, obj: Objective, state: SearchState, rows: np.ndar
         exact = ev.en.access[:, :, tj].sum(axis=(1, 2)) + ev.en.network[:, :, tj].sum(axis=1)
         tensor_lb[:, tj] = np.maximum(tensor_lb[:, tj], exact)
     e_lb = base + tensor_lb.sum(axis=1)
-    skip = state.prunable(obj.bound(e_lb, lat_lb), e_lb, lat_lb)
+    skip = state.prunable(obj.bound(e_lb, lat_lb) + TIE, e_lb, lat_lb)
     stats["pairs_order_bound_pruned"] = stats.get("pairs_order_bound_pruned", 0) + int(skip.sum())
     out = fit.copy()
     out[ti[skip], ki[skip]] = False
@@ -107,8 +112,8 @@ def _tilings_all(ms: Mapspace, m: int, chunk: int, stats: dict[str, int]) -> Ite
 
 
 def _tilings_bb(ms: Mapspace, obj: Objective, state: SearchState, m: int, chunk: int,
-                stats: dict[str, int], deadline: float = np.inf,
-                alive0: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                stats: dict[str, int], deadline: float = np.inf, alive0: np.ndarray | None = None,
+                overlap: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The tilings of unrolling ``m`` (with the keep options still alive, [C, K]) that survive
     branch and bound over *partial* tilings: dims' temporal rows are chosen one dim at a time, and a
     (partial tiling, keep option) is dropped as soon as its bound (``lower_bounds(known=...)``,
@@ -148,9 +153,9 @@ def _tilings_bb(ms: Mapspace, obj: Objective, state: SearchState, m: int, chunk:
         cols = np.nonzero(fit.any(axis=0))[0]  # keep options still alive somewhere in the chunk
         if cols.size == 0:
             continue
-        e_lb, l_lb = lower_bounds(ms, t, sx, sy, known=known, options=cols)
+        e_lb, l_lb = lower_bounds(ms, t, sx, sy, known=known, options=cols, overlap=overlap)
         skip = np.ones(fit.shape, bool)
-        skip[:, cols] = state.prunable(obj.bound(e_lb, l_lb), e_lb, l_lb)
+        skip[:, cols] = state.prunable(obj.bound(e_lb, l_lb) + TIE, e_lb, l_lb)
         stats["pairs_bound_pruned"] += int((fit & skip).sum())
         fit &= ~skip
         ok = fit.any(axis=1)
@@ -182,8 +187,9 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
     # the bounds depend on a tiling only through its spatial unrolling (steps = MACs / spatial
     # product) and its keep option, so whole unrollings are bounded, sorted and pruned at once
     t_s, sx_s, sy_s = ms.spatial_factors()
-    e_lb, l_lb = lower_bounds(ms, t_s, sx_s, sy_s)  # [M, K]
-    pair_lb = obj.bound(e_lb, l_lb)
+    overlap = bool(eval_kw.get("overlap", True))
+    e_lb, l_lb = lower_bounds(ms, t_s, sx_s, sy_s, overlap=overlap)  # [M, K]
+    pair_lb = obj.bound(e_lb, l_lb) + TIE
     visit = np.argsort(pair_lb.min(axis=1), kind="stable") if prune else np.arange(ms.num_spatial)
     any_fit = False
     pending: list[MappingBatch] = []
@@ -207,7 +213,7 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
                 break
             stats["spatial_bound_pruned"] += 1
             continue
-        for rows, fit in (_tilings_bb(ms, obj, state, int(m), chunk, stats, deadline, ~skip) if prune else
+        for rows, fit in (_tilings_bb(ms, obj, state, int(m), chunk, stats, deadline, ~skip, overlap) if prune else
                           _tilings_all(ms, int(m), chunk, stats)):
             any_fit |= bool(fit.any())
             if prune:
@@ -222,6 +228,7 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
     flush()
     if not any_fit and stats["complete"] and state.best is None and incumbent is None:
         raise no_fit_error(ms)
+    stats["incumbent_kept"] = int(state.best is None)
     if state.best is None:  # the incumbent was optimal: nothing better exists
         if incumbent is None:
             raise no_fit_error(ms)

@@ -285,8 +285,14 @@ class Mapspace:
         masks = self.active_masks(temporal)
         uniq, inv = np.unique(masks, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
+        # the (tiling, keep) pairs of each active-dims group, in row-major order within the group:
+        # one nonzero and one stable sort instead of a scan of keep_ok per group
+        t_all, k_all = np.nonzero(keep_ok)
+        by_group = np.argsort(inv[t_all], kind="stable")
+        t_all, k_all = t_all[by_group], k_all[by_group]
+        bounds = np.searchsorted(inv[t_all], np.arange(len(uniq) + 1))
         for g, mrow in enumerate(uniq):
-            tiles, keeps = np.nonzero(keep_ok & (inv == g)[:, None])
+            tiles, keeps = t_all[bounds[g]:bounds[g + 1]], k_all[bounds[g]:bounds[g + 1]]
             if tiles.size == 0:
                 continue
             per_level = [self.order_ranks(li, int(m)) for li, m in enumerate(mrow)]
