@@ -15,19 +15,11 @@ import pytest
 from costmodel.evaluate import evaluate_batch
 from costmodel.mapping import LevelMapping, Mapping, MappingBatch
 from costmodel.problem import matmul
-
-
-def _level(name, **kw):
-    base = {"name": name, "holds": ("I", "W", "O"), "capacity_words": None, "fanout_x": 1, "fanout_y": 1,
-            "multicast": True, "spatial_reduction": True, "double_buffered": True, "ideal_overlap": False,
-            "read_bw": None, "write_bw": None, "read_pj": 0.0, "write_pj": 0.0, "hop_pj": 0.0, "leak_mw": 0.0,
-            "instances": 1}
-    return NS(**{**base, **kw})
-
+from tests.evaluate.hand_levels import level
 
 ARCH = NS(name="hand", clock_hz=1e9, num_pes=2, systolic=None, mac=NS(energy_pj=0.1, leak_mw=0.0), levels=(
-    _level("DRAM", read_pj=10.0, write_pj=12.0, read_bw=1, write_bw=1),
-    _level("buf", read_pj=1.0, write_pj=2.0, fanout_x=2, hop_pj=0.5, leak_mw=1.0),
+    level("DRAM", read_pj=10.0, write_pj=12.0, read_bw=1, write_bw=1),
+    level("buf", read_pj=1.0, write_pj=2.0, fanout_x=2, hop_pj=0.5, leak_mw=1.0),
 ))
 PROBLEM = matmul(m=4, k=2, n=2)
 MAPPING = Mapping((LevelMapping(temporal={"M": 4}), LevelMapping(temporal={"K": 2}, spatial_x={"N": 2})))

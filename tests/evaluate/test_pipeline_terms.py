@@ -10,6 +10,7 @@ from costmodel.arch import load_architecture
 from costmodel.evaluate import evaluate, evaluate_batch
 from costmodel.mapping import LevelMapping, Mapping, MappingBatch
 from costmodel.problem import conv2d, matmul
+from tests.evaluate.hand_levels import level
 
 
 def test_tpu_like_template_conv():
@@ -49,18 +50,10 @@ def test_tpu_like_template_conv():
     assert evaluate(problem, arch, mapping, overlap=False, systolic_mode="overlapped").latency_cycles == 1198
 
 
-def _level(name, **kw):
-    base = {"name": name, "holds": ("I", "W", "O"), "capacity_words": None, "fanout_x": 1, "fanout_y": 1,
-            "multicast": True, "spatial_reduction": True, "double_buffered": True, "ideal_overlap": False,
-            "read_bw": None, "write_bw": None, "read_pj": 0.0, "write_pj": 0.0, "hop_pj": 0.0, "leak_mw": 0.0,
-            "instances": 1}
-    return NS(**{**base, **kw})
-
-
 def _fanout_arch(multicast: bool, **buf):
     return NS(name="fan", clock_hz=1e9, num_pes=2, systolic=None, mac=NS(energy_pj=0.0, leak_mw=0.0), levels=(
-        _level("DRAM", read_bw=1, write_bw=1, fanout_x=2, multicast=multicast),
-        _level("buf", instances=2, **buf),
+        level("DRAM", read_bw=1, write_bw=1, fanout_x=2, multicast=multicast),
+        level("buf", instances=2, **buf),
     ))
 
 
