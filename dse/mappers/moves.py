@@ -10,6 +10,8 @@ one move away. A target missing from the table is a split that breaks a fan-out 
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from dse.mapspace.factorizations import prime_factors
@@ -72,17 +74,22 @@ class PrimeMoves:
         return np.where(count > 0, nb[np.arange(len(rows)), first], rows)
 
 
+_BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""PrimeMoves per DimTable object: mapspaces share their (cached) tables, so searches of the same
+layer shape on many designs build each table's moves once."""
+
+
 class MoveTables:
     """The :class:`PrimeMoves` of every dimension of a mapspace, each built on first use."""
 
     def __init__(self, tables: list) -> None:
         self._tables = tables
-        self._moves: dict[int, PrimeMoves] = {}
 
     def __getitem__(self, di: int) -> PrimeMoves:
-        if di not in self._moves:
-            self._moves[di] = PrimeMoves(self._tables[di].table)
-        return self._moves[di]
+        t = self._tables[di]
+        if t not in _BUILT:
+            _BUILT[t] = PrimeMoves(t.table)
+        return _BUILT[t]
 
     def neighbours(self, di: int, row: int) -> np.ndarray:
         return self[di].neighbours(row)

@@ -16,6 +16,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 KINDS = ("T", "X", "Y")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DimTable:
     """Factorizations of one dimension: ``slots`` are (level, kind) of the table's columns."""
 
@@ -60,6 +61,37 @@ class MapspaceSize:
 
     def to_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
+
+
+@lru_cache(maxsize=512)
+def dim_table(d: str, n: int, rest: int, slots: tuple[tuple[int, int], ...],
+              fixed: tuple[tuple[int, int, int], ...], caps: tuple[int | None, ...],
+              fanouts: tuple[tuple[int, int], ...]) -> DimTable:
+    """The table of dimension ``d`` (size ``n``, ``rest`` left for the free ``slots`` after the
+    ``fixed`` factors), its rows sorted by their factors on the ``fanouts``. Cached: a sweep maps
+    the same layer shapes on hundreds of designs whose fan-outs and constraints repeat, and
+    enumerating a big table took most of a mapspace's set-up. The arrays are read-only."""
+    table = ordered_factorizations(rest, len(slots), caps)
+    fan_index = {lk: i for i, lk in enumerate(fanouts)}
+    sp = np.ones((len(table), len(fanouts)), dtype=np.int64)
+    for col, (li, k) in enumerate(slots):
+        if k:
+            sp[:, fan_index[(li, k)]] = table[:, col]
+    for li, k, f in fixed:
+        if k:
+            sp[:, fan_index[(li, k)]] *= f
+    order = np.lexsort(tuple(sp[:, j] for j in reversed(range(sp.shape[1])))) if sp.shape[1] else \
+        np.arange(len(table))
+    table, sp = table[order], sp[order]
+    change = np.ones(len(table), bool)
+    if len(table) > 1:
+        change[1:] = (sp[1:] != sp[:-1]).any(axis=1)
+    starts = np.nonzero(change)[0]
+    out = DimTable(d, n, slots, fixed, table, np.concatenate([starts, [len(table)]]).astype(np.int64),
+                   sp[starts])
+    for a in (out.table, out.group_start, out.group_spatial):
+        a.flags.writeable = False
+    return out
 
 
 class Mapspace:
@@ -121,24 +153,8 @@ class Mapspace:
                             f"for its remaining factor {rest}")
         caps = tuple(None if k == 0 else (self.arch.levels[li].fanout_x if k == 1 else
                                           self.arch.levels[li].fanout_y) for li, k in slots)
-        table = ordered_factorizations(rest, len(slots), caps)
-        fan_index = {(li, k): i for i, (li, k, _) in enumerate(self.fanouts)}
-        sp = np.ones((len(table), len(self.fanouts)), dtype=np.int64)
-        for col, (li, k) in enumerate(slots):
-            if k:
-                sp[:, fan_index[(li, k)]] = table[:, col]
-        for li, k, f in fixed:
-            if k:
-                sp[:, fan_index[(li, k)]] *= f
-        order = np.lexsort(tuple(sp[:, j] for j in reversed(range(sp.shape[1])))) if sp.shape[1] else \
-            np.arange(len(table))
-        table, sp = table[order], sp[order]
-        change = np.ones(len(table), bool)
-        if len(table) > 1:
-            change[1:] = (sp[1:] != sp[:-1]).any(axis=1)
-        starts = np.nonzero(change)[0]
-        return DimTable(d, n, tuple(slots), tuple(fixed), table,
-                        np.concatenate([starts, [len(table)]]).astype(np.int64), sp[starts])
+        return dim_table(d, n, rest, tuple(slots), tuple(fixed), caps,
+                         tuple((li, k) for li, k, _ in self.fanouts))
 
     def _keep_options(self) -> np.ndarray:
         per_level = []
