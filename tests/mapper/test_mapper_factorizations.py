@@ -22,7 +22,7 @@ def test_count_matches_closed_form_and_brute_force(n, k):
     # brute force: all k-tuples of divisors with product n
     brute = [t for t in itertools.product(divisors(n), repeat=k) if math.prod(t) == n]
     assert len(table) == len(brute) == count_ordered_factorizations(n, k)
-    assert sorted(map(tuple, table.tolist())) == sorted(brute)
+    assert list(map(tuple, table.tolist())) == brute  # the same rows in the same (lexicographic) order
     assert (table.prod(axis=1) == n).all()
 
 
@@ -33,6 +33,15 @@ def test_hand_counts():
     assert count_ordered_factorizations(56, 4) == 80
     assert count_ordered_factorizations(1, 6) == 1
     assert divisors(36) == [1, 2, 3, 4, 6, 9, 12, 18, 36]
+
+
+@given(st.integers(1, 400), st.integers(1, 4), st.lists(st.one_of(st.none(), st.integers(1, 20)), min_size=4, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_caps_keep_exactly_the_rows_within_them(n, k, caps):
+    caps = tuple(caps[:k])
+    brute = [t for t in itertools.product(divisors(n), repeat=k) if math.prod(t) == n
+             and all(c is None or f <= c for f, c in zip(t, caps))]
+    assert list(map(tuple, ordered_factorizations(n, k, caps).tolist())) == brute
 
 
 def test_caps_bound_slots():
