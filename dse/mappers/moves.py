@@ -1,9 +1,9 @@
 """Single prime moves in one dimension's factorization table, computed for the rows asked about.
 
-A move takes one prime factor of the dimension from one slot to another (the step that connects the
-whole table: see :func:`dse.mapspace.factorizations.neighbour_table`, which builds the moves of every
-row at once). A table of a dimension such as 5120 = 2^10 * 5 over nine slots has 393 822 rows, and
-building all its moves took seconds; a search only ever asks about a few hundred rows, so here each
+A move takes one prime factor of the dimension from one slot to another: the step that connects the
+whole table (any factorization reaches any other by moving primes one at a time). A table of a
+dimension such as 5120 = 2^10 * 5 over nine slots has 393 822 rows, and building all its moves took
+seconds; a search only ever asks about a few hundred rows, so here each
 row is coded by its prime exponents (mixed radix) once, and a row's moves are lookups of the codes
 one move away. A target missing from the table is a split that breaks a fan-out cap: no move.
 """

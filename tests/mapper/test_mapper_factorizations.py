@@ -1,4 +1,4 @@
-"""Ordered factorizations against the closed form, divisors and the prime-move neighbourhood."""
+"""Ordered factorizations against the closed form and brute force; the prime moves connect a table."""
 
 import itertools
 import math
@@ -7,10 +7,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dse.mappers.moves import PrimeMoves
 from dse.mapspace.factorizations import (
     count_ordered_factorizations,
     divisors,
-    neighbour_table,
     ordered_factorizations,
 )
 
@@ -51,34 +51,14 @@ def test_caps_bound_slots():
     assert len(t) == 6
 
 
-def _brute_neighbours(table):
-    """Independent reference: every (slot a -> slot b, prime p | row[a]) move found by dictionary."""
-    from dse.mapspace.factorizations import prime_factors
-
-    index = {tuple(r): i for i, r in enumerate(table.tolist())}
-    out = []
-    for row in table.tolist():
-        found = set()
-        for a in range(len(row)):
-            for p in prime_factors(row[a]):
-                for b in range(len(row)):
-                    if b != a:
-                        new = list(row)
-                        new[a] //= p
-                        new[b] *= p
-                        if tuple(new) in index:
-                            found.add(index[tuple(new)])
-        out.append(sorted(found))
-    return out
-
-
 @given(st.integers(1, 200), st.integers(2, 4), st.booleans())
 @settings(max_examples=25, deadline=None)
-def test_prime_moves_match_brute_force_and_connect_the_table(n, k, capped):
+def test_prime_moves_connect_the_table(n, k, capped):
+    """Any factorization reaches any other by single prime moves (tests/mapper/test_mapper_moves.py
+    holds the moves themselves to brute force)."""
     table = ordered_factorizations(n, k, caps=(None,) + (4,) * (k - 1) if capped else None)
-    offsets, flat = neighbour_table(table)
-    nbrs = [sorted(flat[offsets[i]:offsets[i + 1]].tolist()) for i in range(len(table))]
-    assert nbrs == _brute_neighbours(table)
+    pm = PrimeMoves(table)
+    nbrs = [pm.neighbours(i).tolist() for i in range(len(table))]
     if capped:
         return  # caps may cut the table into pieces the moves cannot cross
     seen, todo = {0}, [0]
