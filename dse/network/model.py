@@ -9,6 +9,7 @@ of the current cost model. Non-MAC layers are costed by :mod:`costmodel.vector`.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from dse.network.solve import Search, solve
 if TYPE_CHECKING:
     from compiler.frontend.workload import Layer, Workload
     from costmodel.arch import Architecture
+    from costmodel.mapping import Mapping
     from costmodel.problem import Problem
 
 DbSpec = MappingDB | str | Path | bool | None
@@ -59,16 +61,23 @@ def search_for(problem: Problem, arch: Architecture, objective: Any, mapper: str
     return Search(key, problem, obj, mapper, seed, dict(options), layers)
 
 
-def _mac_result(layer_name: str, op_type: str, problem: Problem, arch: Architecture, stored: Stored,
-                post_ops: int = 0) -> LayerResult:
+def _evaluated(layer_name: str, problem: Problem, arch: Architecture, stored: Stored) -> tuple[Mapping, dict]:
+    """The stored mapping of a search, checked, and its metrics (before a layer's post-ops)."""
     from costmodel.evaluate import evaluate
     from costmodel.mapping import Mapping
-    from costmodel.vector import post_ops_pj
 
     m = Mapping.from_dict(stored.mapping, where=f"mapping database entry for {layer_name}")
     m.validate(problem, arch, where=f"mapping database entry for {layer_name}")
-    ev = evaluate(problem, arch, m)
-    metrics = ev.to_dict()
+    return m, evaluate(problem, arch, m).to_dict()
+
+
+def _mac_result(layer_name: str, op_type: str, problem: Problem, arch: Architecture,
+                evaluated: tuple[Mapping, dict[str, Any]], post_ops: int = 0) -> LayerResult:
+    """A MAC layer's result from its search's ``evaluated`` mapping (shared by the network's layers
+    of that shape: they are evaluated once) and its own post-GEMM vector ops."""
+    from costmodel.vector import post_ops_pj
+
+    m, metrics = evaluated[0], copy.deepcopy(evaluated[1])
     if post_ops:
         extra = post_ops_pj(arch, post_ops)
         metrics["energy_breakdown_pj"]["vector_unit"] = extra
@@ -149,10 +158,13 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
     results: list[LayerResult] = []
     warnings: list[str] = []
     done: dict[str, LayerResult] = {}
+    plain: dict[str, tuple[Mapping, dict[str, Any]]] = {}  # per search: its mapping's metrics before post-ops
     for x in selected:
         if x.name in layer_digest:
             d = layer_digest[x.name]
-            r = _mac_result(x.name, x.op_type, x.problem, hw, answers[d], x.vector_ops)
+            if d not in plain:
+                plain[d] = _evaluated(x.name, x.problem, hw, answers[d])
+            r = _mac_result(x.name, x.op_type, x.problem, hw, plain[d], x.vector_ops)
             r.from_db = d in from_db
             if d in done:
                 r.same_as = done[d].name
@@ -196,7 +208,7 @@ def best_mapping(problem: Problem, arch: Architecture | str | Path, *, objective
     finally:
         if store is not None and not isinstance(db, MappingDB):
             store.close()
-    r = _mac_result(problem.describe(), problem.kind, problem, hw, stored)
+    r = _mac_result(problem.describe(), problem.kind, problem, hw, _evaluated(problem.describe(), problem, hw, stored))
     r.from_db = from_db
     if not from_db:
         r.mappings_evaluated, r.search_seconds = stored.mappings_evaluated, stored.search_seconds
