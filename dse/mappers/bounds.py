@@ -115,24 +115,33 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
         nxt[:, li] = np.where(keep[:, li + 1], li + 1, nxt[:, li + 1])
     # last kept level at or above each level (the parent of the link that crosses its network)
     par_le = np.maximum.accumulate(np.where(keep, levels[None, :, None], 0), axis=1)
+    v = level_vectors(arch)
     reads = 0.0
     writes = 0.0
-    parts = []
+    tensor_lb = []
     refetch_t = temporal if known is None else np.where(known, temporal, 1)
+    multicast = np.array([lv.multicast for lv in arch.levels])
+    reduction = np.array([lv.spatial_reduction for lv in arch.levels])
     for ti, t in enumerate(problem.tensors):
+        # a tensor's terms depend on its own keep column only: work on its distinct columns (a
+        # handful, against 128 options on a deep config), then spread them over the options
+        if paired:
+            kept, nxt_t, par_t, spread = keep[:, :, ti], nxt[:, :, ti], par_le[:, :, ti], None
+        else:
+            _, first, spread = np.unique(keep[:, :, ti], axis=0, return_index=True, return_inverse=True)
+            kept, nxt_t, par_t = keep[first, :, ti], nxt[first, :, ti], par_le[first, :, ti]
         distinct = np.ones(len(temporal), dtype=np.float64)
         for axis in t.axes:
             distinct *= spatial[:, [dim_index[d] for _, d in axis]].max(axis=1)
-        links = _Links(ms, ti, keep[:, :, ti], nxt[:, :, ti], par_le[:, :, ti], sx * sy, paired)
+        links = _Links(ms, ti, kept, nxt_t, par_t, sx * sy, paired)
         refetch = forced_refetch(ms, refetch_t, ti)
         n_t = float(touched(problem, t))
         # the words of the link whose parent is each level: its child's forced refetch, or the MAC operands
         words = np.where(links.nxt == n_lv, lift_c(steps * distinct, paired), n_t * links.at(refetch, links.nxt))
         fill = n_t * refetch[:, :n_lv] * links.copies[:, :n_lv]  # [C, L]: fills of each level as a child
-        child = lift((keep[:, :, ti] & (levels[None, :] > 0)).astype(np.float64))
-        multicast = np.array([lv.multicast for lv in arch.levels])
+        child = lift((kept & (levels[None, :] > 0)).astype(np.float64))
         if t.is_output:
-            w_t, hops = links.flow(words, np.array([lv.spatial_reduction for lv in arch.levels]))  # updates
+            w_t, hops = links.flow(words, reduction)  # updates
             r_t = 0.0
             if SLIDE not in ms.roles[ti]:  # read-backs: every entry but each group's first of an element
                 r_t, back = links.flow(words - n_t, multicast)
@@ -141,24 +150,24 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
         else:
             r_t, hops = links.flow(words, multicast)
             w_t = child * links.per_level(fill)
+        shape = hops.shape
+        r_t, w_t = np.broadcast_to(r_t, shape), np.broadcast_to(w_t, shape)
+        e_t = r_t @ v["read_pj"] + w_t @ v["write_pj"] + hops @ v["hop_pj"]
+        if spread is not None:
+            r_t, w_t, e_t = r_t[:, spread], w_t[:, spread], e_t[:, spread]
         reads = reads + r_t
         writes = writes + w_t
-        parts.append((r_t, w_t, hops))
-    reads = reads + np.zeros_like(steps_b)
-    writes = writes + np.zeros_like(steps_b)
+        tensor_lb.append(e_t)
     per_level = (sx * sy).prod(axis=2)  # [C, L]
     busy = np.concatenate([np.ones_like(per_level[:, :1]), np.cumprod(per_level, axis=1)[:, :-1]], axis=1)
     busy = busy.astype(np.float64) if paired else busy[:, None, :].astype(np.float64)
     rd = np.ceil(reads / busy / _bw([lv.read_bw for lv in arch.levels]))
     wr = np.ceil(writes / busy / _bw([lv.write_bw for lv in arch.levels]))
     latency = latency_bound(arch, problem, steps_b[..., 0], np.maximum(rd, wr), overlap)
-    v = level_vectors(arch)
     leak_mw = v["leak_mw"].sum() + arch.mac.leak_mw * arch.num_pes  # + the idle vector unit (energy.py)
     leak_mw += 0.0 if arch.vector_unit is None else arch.vector_unit.leak_mw
     base = problem.macs * arch.mac.energy_pj + leak_mw * PJ_PER_MW_S * latency / arch.clock_hz
-    zero = np.zeros_like(reads)
-    tensor = np.stack([((r + zero) * v["read_pj"]).sum(axis=-1) + ((w + zero) * v["write_pj"]).sum(axis=-1)
-                       + (h * v["hop_pj"]).sum(axis=-1) for r, w, h in parts], axis=-1)
+    tensor = np.stack(tensor_lb, axis=-1)
     if per_tensor:
         return base, tensor, latency
     return base + tensor.sum(axis=-1), latency
