@@ -58,9 +58,30 @@ def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str]
     return fig
 
 
+MAX_LAYER_LABELS = 48  # beyond this, tick labels overlap at 6 pt on an 800 px figure
+
+
 def _layer_names(layers: dict[str, list[LayerResult]]) -> list[str]:
     multi = len(layers) > 1
     return [f"{w}/{x.name}" if multi else x.name for w, xs in layers.items() for x in xs]
+
+
+def _layer_axis(ax: Any, layers: dict[str, list[LayerResult]]) -> None:
+    """One bar per layer on x: at most MAX_LAYER_LABELS names (every k-th layer of a big network, so
+    they stay readable), and, for several workloads, a dotted line and the workload's name where each
+    one starts."""
+    names = _layer_names(layers)
+    step = max(1, -(-len(names) // MAX_LAYER_LABELS))
+    ticks = list(range(0, len(names), step))
+    ax.set_xticks(ticks, [names[i] for i in ticks], rotation=70, fontsize=6, ha="right")
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    if len(layers) > 1:
+        start = 0
+        for w, xs in layers.items():
+            if start:
+                ax.axvline(start - 0.5, color="0.5", lw=0.8, ls=":")
+            ax.text(start, 1.0, f" {w}", transform=ax.get_xaxis_transform(), fontsize=7, va="top", color="0.3")
+            start += len(xs)
 
 
 def energy_breakdown(layers: dict[str, list[LayerResult]]) -> Figure:
@@ -68,13 +89,12 @@ def energy_breakdown(layers: dict[str, list[LayerResult]]) -> Figure:
     fig, ax = _figure()
     flat = [x for xs in layers.values() for x in xs]
     parts = list(dict.fromkeys(k for x in flat for k in x.energy_by_level_pj))
-    names = _layer_names(layers)
     bottom = np.zeros(len(flat))
     for i, part in enumerate(parts):
         vals = np.array([x.energy_by_level_pj.get(part, 0.0) * x.count for x in flat]) * 1e-6
         ax.bar(range(len(flat)), vals, bottom=bottom, label=part, color=f"C{i % 10}")
         bottom += vals
-    ax.set_xticks(range(len(flat)), names, rotation=70, fontsize=6, ha="right")
+    _layer_axis(ax, layers)
     ax.set_ylabel("energy per frame (µJ)")
     ax.set_title("Energy per layer, by level")
     ax.legend(fontsize=7, ncols=2)
@@ -90,7 +110,7 @@ def latency_breakdown(layers: dict[str, list[LayerResult]]) -> Figure:
     idx = range(len(flat))
     ax.bar(idx, compute, label="compute", color="C0")
     ax.bar(idx, np.maximum(total - compute, 0), bottom=compute, label="memory-bound excess", color="C1")
-    ax.set_xticks(idx, _layer_names(layers), rotation=70, fontsize=6, ha="right")
+    _layer_axis(ax, layers)
     ax.set_ylabel("cycles per frame")
     ax.set_title("Latency per layer: compute vs memory bound")
     ax.legend(fontsize=7)
@@ -125,7 +145,7 @@ def utilization(layers: dict[str, list[LayerResult]]) -> Figure:
     fig, ax = _figure()
     flat = [x for xs in layers.values() for x in xs]
     ax.bar(range(len(flat)), [x.utilization * 100 for x in flat], color="C2")
-    ax.set_xticks(range(len(flat)), _layer_names(layers), rotation=70, fontsize=6, ha="right")
+    _layer_axis(ax, layers)
     ax.set_ylim(0, 105)
     ax.set_ylabel("PE utilization (%)")
     ax.set_title("Utilization per layer")

@@ -331,7 +331,8 @@ class _Progress:
             cols = list(zip(*(t.values for t in front), strict=True))
             best = " best " + ", ".join(f"{min(c) if d.name == 'MINIMIZE' else max(c):.4g}"
                                         for c, d in zip(cols, ost.directions, strict=True))
-        self.progress.update(self.task, completed=done, description=f"pareto {len(front)}{best}")
+        designs = len({tuple(sorted(t.params.items())) for t in front})  # a revisited design counts once
+        self.progress.update(self.task, completed=done, description=f"pareto {designs}{best}")
 
     def close(self) -> None:
         self.progress.stop()

@@ -122,3 +122,22 @@ def test_report_of_one_map_result(tmp_path: Path) -> None:
     assert _png_size((tmp_path / "one_files" / "energy.png").read_bytes()) == (800, 450)
     r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(out), "--hw", "tpu_like"])
     assert "different config" in str(r.exception)
+
+
+@pytest.mark.parametrize(("counts", "labelled"), [((5,), 5), ((300, 163), 47)])
+def test_layer_axis_labels_stay_readable(counts: tuple[int, ...], labelled: int) -> None:
+    """Every layer gets a bar; a big network labels every k-th (k = ceil(n / 48)) and marks where each
+    workload starts."""
+    from types import SimpleNamespace
+
+    from dse.report.plots import utilization
+
+    layers = {f"w{j}": [SimpleNamespace(name=f"l{i}", utilization=0.5) for i in range(n)]
+              for j, n in enumerate(counts)}
+    ax = utilization(layers).axes[0]
+    names = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(ax.patches) == sum(counts) and len(names) == labelled
+    step = -(-sum(counts) // 48)
+    flat = [f"{w}/{x.name}" if len(counts) > 1 else x.name for w, xs in layers.items() for x in xs]
+    assert names == flat[::step]
+    assert [t.get_text().strip() for t in ax.texts] == (list(layers) if len(counts) > 1 else [])

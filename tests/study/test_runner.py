@@ -18,7 +18,7 @@ from costmodel.errors import UserError
 from dse.study.design import evaluate_design, load_layers
 from dse.study.pareto import pareto_mask
 from dse.study.results import pareto_table, trials_table, write_tables
-from dse.study.runner import run_study
+from dse.study.runner import _Progress, run_study
 from dse.study.schema import load_study
 from tests.study.helpers import small_study, study_app
 
@@ -161,6 +161,9 @@ def test_revisited_designs_reuse_results(tmp_path: Path) -> None:
     for _, g in table.groupby("glb"):
         assert g["energy_pj"].nunique() == 1
     assert len(pareto_table(res.study, table)) <= 2
+    bar = _Progress(res.optuna_study, 6)  # the progress bar's Pareto size counts designs, like the table
+    bar.close()
+    assert bar.progress.tasks[0].description.startswith(f"pareto {len(pareto_table(res.study, table))} ")
 
 
 def test_journal_opens_for_optuna_dashboard(grid_run) -> None:
