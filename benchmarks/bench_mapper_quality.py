@@ -7,10 +7,11 @@ budget, seed 0) and then the exhaustive mapper seeded with the fast result as it
 per-layer time limit. A layer whose exhaustive search finished is *proven*: its optimum is the
 mapspace's. It prints one line per (layer, config), then per config: layers proven, exhaustive
 seconds (total and max), the fast mapper's EDP gap to the optimum (geometric mean and worst, over
-the proven layers), and an overall line.
+the proven layers), and an overall line. ``--budgets`` runs the fast mapper once per budget (one
+``fast/opt`` column and one gap figure each; the best of them seeds the exhaustive search).
 
     python benchmarks/bench_mapper_quality.py [--configs tpu_like ...] [--layers pw_16_16_8 ...]
-        [--limit 60] [--optima optima.json] [--quiet]
+        [--limit 60] [--optima optima.json] [--quiet] [--budgets 20000 10000]
 
 ``--optima FILE`` caches proven optima (keyed by layer, config fingerprint and objective), so that
 re-runs that only change the fast mapper skip the exhaustive searches; a cached entry is used only
@@ -59,24 +60,33 @@ def _geo(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
+def _gaps(gaps: dict[int | None, list[float]]) -> str:
+    """Geometric mean and worst gap over the proven layers, per fast-mapper budget."""
+    return "; ".join(f"budget {'default' if b is None else b}: geomean {(_geo(g) - 1) * 100:+.3f} %, worst "
+                     f"{(max(g, default=math.nan) - 1) * 100:+.3f} %" for b, g in gaps.items())
+
+
 def run(configs: list[str], layers: list[str], limit: float, objective: str, optima_path: Path | None,
-        quiet: bool) -> None:
+        quiet: bool, budgets: list[int | None]) -> None:
     optima = _load(optima_path)
-    overall_gaps: list[float] = []
+    overall_gaps: dict[int | None, list[float]] = {b: [] for b in budgets}
     overall = {"proven": 0, "total": 0, "seconds": 0.0}
     summary = []
     if not quiet:
-        print(f"{'layer':<20} {'config':<22} {'fast/opt':>9} {'exh s':>7} {'exh evals':>10} {'fast s':>7} proven")
+        heads = " ".join(f"{'fast/opt' if b is None else f'f{b}/opt':>9}" for b in budgets)
+        print(f"{'layer':<20} {'config':<22} {heads} {'exh s':>7} {'exh evals':>10} {'fast s':>7} proven")
     for cfg in configs:
         arch = load_architecture(cfg)
-        gaps: list[float] = []
+        gaps: dict[int | None, list[float]] = {b: [] for b in budgets}
         proven = 0
         ex_secs: list[float] = []
         for name in layers:
             p = QUALITY_LAYERS[name]
             key = f"{name}|{p.describe()}|{arch.fingerprint()}|{objective}"
             try:
-                fast = map_layer(p, arch, objective, mapper="fast")
+                fasts = [map_layer(p, arch, objective, mapper="fast",
+                                   **({} if b is None else {"max_evaluations": b})) for b in budgets]
+                fast = min(fasts, key=_score)  # the best incumbent for the exhaustive search
             except UserError as exc:
                 print(f"{name:<20} {cfg:<22} no mapping: {exc}", flush=True)
                 continue
@@ -92,27 +102,28 @@ def run(configs: list[str], layers: list[str], limit: float, objective: str, opt
                 if done and optima_path is not None:
                     optima[key] = {"score": opt, "seconds": secs, "evaluations": evals}
                     atomic_write_text(optima_path, json.dumps(optima, indent=1, sort_keys=True))
-            ratio = math.exp(_score(fast) - opt)  # scores are logs: for EDP this is the EDP ratio
+            ratios = [math.exp(_score(f) - opt) for f in fasts]  # scores are logs: for EDP, the EDP ratio
             ex_secs.append(secs)
             if done:
                 proven += 1
-                gaps.append(ratio)
+                for b, r in zip(budgets, ratios, strict=True):
+                    gaps[b].append(r)
             if not quiet:
-                print(f"{name:<20} {cfg:<22} {ratio:>9.4f} {secs:>7.1f} {evals:>10} {fast.search_seconds:>7.2f} "
+                cols = " ".join(f"{r:>9.4f}" for r in ratios)
+                print(f"{name:<20} {cfg:<22} {cols} {secs:>7.1f} {evals:>10} {fasts[0].search_seconds:>7.2f} "
                       f"{'yes' if done else 'NOT PROVEN (limit)'}", flush=True)
         line = (f"== {cfg}: {proven}/{len(layers)} proven; exhaustive {sum(ex_secs):.1f} s total, "
-                f"max {max(ex_secs, default=0):.1f} s; fast EDP gap vs optimum: geomean "
-                f"{(_geo(gaps) - 1) * 100:+.3f} %, worst {(max(gaps, default=math.nan) - 1) * 100:+.3f} %")
+                f"max {max(ex_secs, default=0):.1f} s; fast EDP gap vs optimum: {_gaps(gaps)}")
         print(line, flush=True)
         summary.append(line)
-        overall_gaps += gaps
+        for b in budgets:
+            overall_gaps[b] += gaps[b]
         overall["proven"] += proven
         overall["total"] += len(layers)
         overall["seconds"] += sum(ex_secs)
     print("\n".join(summary))
     print(f"== overall: {overall['proven']}/{overall['total']} (layer, config) pairs proven; exhaustive "
-          f"{overall['seconds']:.1f} s; fast EDP gap geomean {(_geo(overall_gaps) - 1) * 100:+.3f} %, worst "
-          f"{(max(overall_gaps, default=math.nan) - 1) * 100:+.3f} %", flush=True)
+          f"{overall['seconds']:.1f} s; fast EDP gap {_gaps(overall_gaps)}", flush=True)
 
 
 def main() -> None:
@@ -123,6 +134,8 @@ def main() -> None:
     ap.add_argument("--objective", default="edp")
     ap.add_argument("--optima", type=Path, default=None, help="JSON cache of proven optima")
     ap.add_argument("--quiet", action="store_true", help="only the per-config and overall lines")
+    ap.add_argument("--budgets", nargs="*", type=int, default=None,
+                    help="fast-mapper budgets to compare (one fast/opt column each; default: its default)")
     args = ap.parse_args()
     configs = args.configs or sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
     layers = args.layers or list(QUALITY_LAYERS)
@@ -130,7 +143,7 @@ def main() -> None:
     if unknown:
         sys.exit(f"unknown layers {unknown}; known: {list(QUALITY_LAYERS)}")
     t = time.perf_counter()
-    run(configs, layers, args.limit, args.objective, args.optima, args.quiet)
+    run(configs, layers, args.limit, args.objective, args.optima, args.quiet, args.budgets or [None])
     print(f"wall {time.perf_counter() - t:.1f} s")
 
 

@@ -53,7 +53,7 @@ class Descent:
 
         def part(r: np.ndarray, kp: np.ndarray | int = keep0, ranks_part: np.ndarray | None = None) -> None:
             rows.append(r)
-            keep.append(np.broadcast_to(kp, len(r)))
+            keep.append(np.full(len(r), kp, np.int64) if np.ndim(kp) == 0 else kp)
             rk.append(ranks_part)
 
         if level == 0:  # single prime moves, one keep/bypass flip, every order class of each level

@@ -43,6 +43,7 @@ class PrimeMoves:
         j, a, b = np.meshgrid(np.arange(len(primes)), np.arange(k), np.arange(k), indexing="ij")
         off = a != b
         self.j, self.a, self.b = j[off], a[off], b[off]
+        self._nb: dict[int, np.ndarray] = {}  # neighbours by row: walkers come back to the same rows
 
     def of(self, rows: np.ndarray) -> np.ndarray:
         """[len(rows), moves] the rows one move away (-1 where a move is impossible)."""
@@ -56,9 +57,13 @@ class PrimeMoves:
         return np.where(found, self.order[pos], -1)
 
     def neighbours(self, row: int) -> np.ndarray:
-        """Distinct rows one move away from ``row`` (distinct moves give distinct rows)."""
-        out = self.of(np.array([row]))[0]
-        return out[out >= 0]
+        """Distinct rows one move away from ``row`` (distinct moves give distinct rows); read-only."""
+        nb = self._nb.get(row)
+        if nb is None:
+            out = self.of(np.array([row]))[0]
+            nb = self._nb[row] = out[out >= 0]
+            nb.flags.writeable = False
+        return nb
 
     def random(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
         """One random move of each row (``u`` uniform in [0, 1)); a row with none stays."""
