@@ -7,11 +7,14 @@ budget, seed 0) and then the exhaustive mapper seeded with the fast result as it
 per-layer time limit. A layer whose exhaustive search finished is *proven*: its optimum is the
 mapspace's. It prints one line per (layer, config), then per config: layers proven, exhaustive
 seconds (total and max), the fast mapper's EDP gap to the optimum (geometric mean and worst, over
-the proven layers), and an overall line. ``--budgets`` runs the fast mapper once per budget (one
-``fast/opt`` column and one gap figure each; the best of them seeds the exhaustive search).
+the proven layers), and an overall line. ``--variants`` runs the fast mapper once per variant, each
+a comma-separated list of its options (``max_evaluations=10000,width=16``; ``default`` for none): one
+``fast/opt`` column and one gap figure each, and the best of them seeds the exhaustive search. With
+``--optima``, a re-run that only compares variants costs the fast searches and the unproven layers'
+``--limit`` seconds.
 
     python benchmarks/bench_mapper_quality.py [--configs tpu_like ...] [--layers pw_16_16_8 ...]
-        [--limit 60] [--optima optima.json] [--quiet] [--budgets 20000 10000]
+        [--limit 60] [--optima optima.json] [--quiet] [--variants default max_evaluations=10000]
 
 ``--optima FILE`` caches proven optima (keyed by layer, config fingerprint and objective), so that
 re-runs that only change the fast mapper skip the exhaustive searches; a cached entry is used only
@@ -60,33 +63,46 @@ def _geo(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
-def _gaps(gaps: dict[int | None, list[float]]) -> str:
-    """Geometric mean and worst gap over the proven layers, per fast-mapper budget."""
-    return "; ".join(f"budget {'default' if b is None else b}: geomean {(_geo(g) - 1) * 100:+.3f} %, worst "
-                     f"{(max(g, default=math.nan) - 1) * 100:+.3f} %" for b, g in gaps.items())
+def _options(variant: str) -> dict[str, int | float]:
+    """``key=value,...`` as fast-mapper keyword options (numbers); ``default`` is none."""
+    if variant == "default":
+        return {}
+    pairs = [kv.split("=", 1) for kv in variant.split(",")]
+    return {k: (float(v) if "." in v else int(v)) for k, v in pairs}
+
+
+def _gaps(gaps: dict[str, list[float]], secs: dict[str, float]) -> str:
+    """Per fast-mapper variant: geometric mean and worst gap over the proven layers, search seconds."""
+    return "; ".join(f"{v}: geomean {(_geo(g) - 1) * 100:+.3f} %, worst "
+                     f"{(max(g, default=math.nan) - 1) * 100:+.3f} %, {secs[v]:.1f} s" for v, g in gaps.items())
 
 
 def run(configs: list[str], layers: list[str], limit: float, objective: str, optima_path: Path | None,
-        quiet: bool, budgets: list[int | None]) -> None:
+        quiet: bool, variants: list[str]) -> None:
     optima = _load(optima_path)
-    overall_gaps: dict[int | None, list[float]] = {b: [] for b in budgets}
+    options = {v: _options(v) for v in variants}
+    overall_gaps: dict[str, list[float]] = {v: [] for v in variants}
+    overall_secs = dict.fromkeys(variants, 0.0)
     overall = {"proven": 0, "total": 0, "seconds": 0.0}
     summary = []
     if not quiet:
-        heads = " ".join(f"{'fast/opt' if b is None else f'f{b}/opt':>9}" for b in budgets)
-        print(f"{'layer':<20} {'config':<22} {heads} {'exh s':>7} {'exh evals':>10} {'fast s':>7} proven")
+        heads = " ".join(f"{f'v{i}/opt':>9}" for i in range(len(variants)))
+        print("  ".join(f"v{i} = {v}" for i, v in enumerate(variants)))
+        print(f"{'layer':<20} {'config':<22} {heads} {'exh s':>7} {'exh evals':>10} {'v0 s':>7} proven")
     for cfg in configs:
         arch = load_architecture(cfg)
-        gaps: dict[int | None, list[float]] = {b: [] for b in budgets}
+        gaps: dict[str, list[float]] = {v: [] for v in variants}
+        fast_secs = dict.fromkeys(variants, 0.0)
         proven = 0
         ex_secs: list[float] = []
         for name in layers:
             p = QUALITY_LAYERS[name]
             key = f"{name}|{p.describe()}|{arch.fingerprint()}|{objective}"
             try:
-                fasts = [map_layer(p, arch, objective, mapper="fast",
-                                   **({} if b is None else {"max_evaluations": b})) for b in budgets]
+                fasts = [map_layer(p, arch, objective, mapper="fast", **options[v]) for v in variants]
                 fast = min(fasts, key=_score)  # the best incumbent for the exhaustive search
+                for v, f in zip(variants, fasts, strict=True):
+                    fast_secs[v] += f.search_seconds
             except UserError as exc:
                 print(f"{name:<20} {cfg:<22} no mapping: {exc}", flush=True)
                 continue
@@ -106,24 +122,25 @@ def run(configs: list[str], layers: list[str], limit: float, objective: str, opt
             ex_secs.append(secs)
             if done:
                 proven += 1
-                for b, r in zip(budgets, ratios, strict=True):
-                    gaps[b].append(r)
+                for v, r in zip(variants, ratios, strict=True):
+                    gaps[v].append(r)
             if not quiet:
                 cols = " ".join(f"{r:>9.4f}" for r in ratios)
                 print(f"{name:<20} {cfg:<22} {cols} {secs:>7.1f} {evals:>10} {fasts[0].search_seconds:>7.2f} "
                       f"{'yes' if done else 'NOT PROVEN (limit)'}", flush=True)
         line = (f"== {cfg}: {proven}/{len(layers)} proven; exhaustive {sum(ex_secs):.1f} s total, "
-                f"max {max(ex_secs, default=0):.1f} s; fast EDP gap vs optimum: {_gaps(gaps)}")
+                f"max {max(ex_secs, default=0):.1f} s; fast EDP gap vs optimum: {_gaps(gaps, fast_secs)}")
         print(line, flush=True)
         summary.append(line)
-        for b in budgets:
-            overall_gaps[b] += gaps[b]
+        for v in variants:
+            overall_gaps[v] += gaps[v]
+            overall_secs[v] += fast_secs[v]
         overall["proven"] += proven
         overall["total"] += len(layers)
         overall["seconds"] += sum(ex_secs)
     print("\n".join(summary))
     print(f"== overall: {overall['proven']}/{overall['total']} (layer, config) pairs proven; exhaustive "
-          f"{overall['seconds']:.1f} s; fast EDP gap {_gaps(overall_gaps)}", flush=True)
+          f"{overall['seconds']:.1f} s; fast EDP gap {_gaps(overall_gaps, overall_secs)}", flush=True)
 
 
 def main() -> None:
@@ -134,8 +151,8 @@ def main() -> None:
     ap.add_argument("--objective", default="edp")
     ap.add_argument("--optima", type=Path, default=None, help="JSON cache of proven optima")
     ap.add_argument("--quiet", action="store_true", help="only the per-config and overall lines")
-    ap.add_argument("--budgets", nargs="*", type=int, default=None,
-                    help="fast-mapper budgets to compare (one fast/opt column each; default: its default)")
+    ap.add_argument("--variants", nargs="*", default=["default"],
+                    help="fast-mapper options to compare, e.g. max_evaluations=10000,width=16 (default: none)")
     args = ap.parse_args()
     configs = args.configs or sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
     layers = args.layers or list(QUALITY_LAYERS)
@@ -143,7 +160,7 @@ def main() -> None:
     if unknown:
         sys.exit(f"unknown layers {unknown}; known: {list(QUALITY_LAYERS)}")
     t = time.perf_counter()
-    run(configs, layers, args.limit, args.objective, args.optima, args.quiet, args.budgets or [None])
+    run(configs, layers, args.limit, args.objective, args.optima, args.quiet, args.variants)
     print(f"wall {time.perf_counter() - t:.1f} s")
 
 
