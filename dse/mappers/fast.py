@@ -81,12 +81,10 @@ def top_pairs(ms: Mapspace, obj: Objective, n: int, screen: int = 1024) -> tuple
     ``screen`` unrollings that use the most PEs (bounding every unrolling of a 32x32 mesh with 128 keep
     options took seconds). The bounds rank both well: a keep choice that starves the array has a bound
     above the optimum's score."""
-    t_s, sx_s, sy_s = ms.spatial_factors()
-    if not len(t_s):
+    if not ms.num_spatial:
         return None
-    pes = (sx_s * sy_s).prod(axis=(1, 2))
-    cand = np.argsort(-pes, kind="stable")[:screen]
-    e_lb, l_lb = lower_bounds(ms, t_s[cand], sx_s[cand], sy_s[cand])
+    cand = np.argsort(-ms.spatial_pes(), kind="stable")[:screen]
+    e_lb, l_lb = lower_bounds(ms, *ms.spatial_factors(cand))
     best = np.argsort(obj.bound(e_lb, l_lb), axis=None, kind="stable")[:n]
     m, k = np.unravel_index(best, e_lb.shape)
     return cand[m], k

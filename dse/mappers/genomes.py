@@ -82,9 +82,11 @@ class Evaluator:
         known, at = self._known(h)
         fresh &= ~known
         keep = ms.keep_options[g.keep]
-        if fresh.any():  # validity (Mapping.validate's rule) for the chosen keep option only
-            words = tile_words(ms.problem, _Factors(t, sx, sy))
-            fresh &= ms.spatial_ok(sx, sy) & ((words * keep).sum(axis=2) <= ms.usable).all(axis=1)
+        new = np.nonzero(fresh)[0]
+        if new.size:  # validity (Mapping.validate's rule) for the chosen keep option, new candidates only
+            nt, nx, ny = t[new], sx[new], sy[new]
+            words = tile_words(ms.problem, _Factors(nt, nx, ny))
+            fresh[new] = ms.spatial_ok(nx, ny) & ((words * keep[new]).sum(axis=2) <= ms.usable).all(axis=1)
         idx = np.nonzero(fresh)[0][: max(0, self.left())]
         if idx.size:
             batch = MappingBatch(*(batch_last(a[idx]) for a in (t, sx, sy, ranks, keep)))

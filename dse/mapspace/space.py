@@ -209,16 +209,25 @@ class Mapspace:
         """The tiling numbers ``[start, stop)`` that share spatial unrolling ``m``."""
         return int(self._combo_cum[m]), int(self._combo_cum[m + 1])
 
-    def spatial_factors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One representative per spatial unrolling [M, L, D]: its spatial factors, and every
-        dimension's remaining factor as a temporal loop at level 0 (so the product of temporal factors,
-        the steps, is that of every tiling of the unrolling)."""
-        m = len(self._spatial_combos)
+    def spatial_pes(self) -> np.ndarray:
+        """[M] PEs each spatial unrolling uses (the product of its spatial factors), without building
+        the factor arrays of every unrolling."""
+        pes = np.ones(len(self._spatial_combos), dtype=np.int64)
+        for di, t in enumerate(self.tables):
+            pes *= t.group_spatial[self._spatial_combos[:, di]].prod(axis=1)
+        return pes
+
+    def spatial_factors(self, which: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One representative per spatial unrolling (or per unrolling numbered in ``which``) [M, L, D]:
+        its spatial factors, and every dimension's remaining factor as a temporal loop at level 0 (so
+        the product of temporal factors, the steps, is that of every tiling of the unrolling)."""
+        combos = self._spatial_combos if which is None else self._spatial_combos[which]
+        m = len(combos)
         sx = np.ones((m, self.n_levels, len(self.dims)), dtype=np.int64)
         sy = sx.copy()
         fan = [sx if k == 1 else sy for _, k, _ in self.fanouts]
         for di, t in enumerate(self.tables):
-            sp = t.group_spatial[self._spatial_combos[:, di]]  # [M, fan-outs]
+            sp = t.group_spatial[combos[:, di]]  # [M, fan-outs]
             for j, (li, _, _) in enumerate(self.fanouts):
                 fan[j][:, li, di] = sp[:, j]
         temporal = np.ones_like(sx)

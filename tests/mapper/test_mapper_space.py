@@ -107,3 +107,20 @@ def test_config_constraints_are_honoured():
     d = {n: i for i, n in enumerate(p.dim_names)}
     other = [i for n, i in d.items() if n != "K"]
     assert (sx[:, :, other] == 1).all()
+
+
+@pytest.mark.parametrize("cfg", ["tiny", "edge_tpu_like", "ar_glasses_npu"])
+def test_spatial_pes_and_selected_factors(cfg):
+    """Each unrolling's PE count is the product of its spatial factors, and the factors of selected
+    unrollings are those rows of the full table; every tiling of an unrolling has its spatial
+    factors (decoded from the tiling rows, independently of spatial_factors)."""
+    ms = Mapspace(conv2d(16, 32, 14, 14, kernel=3, padding=1), load_architecture(cfg))
+    t, sx, sy = ms.spatial_factors()
+    assert (ms.spatial_pes() == (sx * sy).prod(axis=(1, 2))).all()
+    which = np.random.default_rng(0).choice(ms.num_spatial, size=min(50, ms.num_spatial), replace=False)
+    for full, part in zip((t, sx, sy), ms.spatial_factors(which)):
+        assert (part == full[which]).all()
+    for m in which[:10]:
+        lo, hi = ms.spatial_range(int(m))
+        _, dx, dy = ms.decode(ms.tiling_rows(lo, min(hi, lo + 20)))
+        assert (dx == sx[m]).all() and (dy == sy[m]).all()
