@@ -71,7 +71,9 @@ def results(
         out.add_column(c, justify="right")
     for _, row in front[cols].iterrows():
         out.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
-    Console().print(out)
+    # never squeezed to the terminal (rich would cut names and fold numbers): a wider table wraps
+    need = Console(width=10_000).measure(out).minimum
+    Console(width=max(Console().width, need)).print(out)
 
 
 def report(

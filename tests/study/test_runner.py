@@ -179,3 +179,16 @@ def test_journal_opens_for_optuna_dashboard(grid_run) -> None:
     dashboard = pytest.importorskip("optuna_dashboard._storage_url")
     names = [s.study_name for s in optuna.get_all_study_summaries(dashboard.get_storage(str(path)))]
     assert names == [res.study.name]
+
+
+def test_results_table_is_never_cut(grid_run) -> None:
+    """On a 40-column terminal `dse results` still prints every column name and every value whole."""
+    res, table = grid_run
+    r = CliRunner().invoke(study_app(), ["results", str(res.out)], env={"COLUMNS": "40"})
+    assert r.exit_code == 0, r.output
+    front = pareto_table(res.study, table)
+    for name in ("trial", "rows", "cols", "pes", "glb", "energy_pj", "latency_ms"):
+        assert name in r.output
+    for v in front["energy_pj"]:
+        assert f"{v:.4g}" in r.output
+    assert "…" not in r.output
