@@ -37,3 +37,24 @@ def test_zoo_model_study_matches_map_model(tmp_path: Path) -> None:
         assert m["kws.energy_pj"] == pytest.approx(tot["energy_pj"], rel=1e-9)
         assert m["kws.latency_cycles"] == pytest.approx(tot["latency_cycles"], rel=1e-9)
         assert m["kws.macs"] == tot["macs"]
+
+
+def test_shipped_ar_glasses_study_has_a_feasible_design(tmp_path: Path) -> None:
+    """The shipped AR-glasses study is not vacuous: one design of its space (a Pareto design of a
+    100-trial run, docs/studies.md) meets every constraint, each checked here from its own terms
+    (area, load = sum of fps x latency, each workload's frame deadline)."""
+    from dse.study.design import evaluate_design, load_layers
+    from dse.study.schema import load_study
+
+    study = load_study(Path(__file__).resolve().parents[2] / "studies" / "ar_glasses.yaml")
+    study.output = tmp_path / "out"
+    d = evaluate_design(study, load_layers(study), {"rows": 16, "cols": 64, "act_kib": 336, "wgt_kib": 252,
+                                                    "dram": "LPDDR5", "clock_mhz": 800})
+    assert d.invalid is None
+    m = d.metrics
+    fps = {w.name: w.fps for w in study.spec.workloads}
+    assert m["area_mm2"] <= 4
+    assert sum(f * m[f"{w}.latency_ms"] / 1000 for w, f in fps.items()) <= 1
+    for w, f in fps.items():
+        assert m[f"{w}.latency_ms"] <= 1000 / f
+    assert d.feasible
