@@ -108,14 +108,16 @@ class Descent:
         to ``swap_cap`` candidates."""
         ms = self.ms
         sp = [t.group_spatial for t in ms.tables]
-        start = [np.searchsorted(t.group_start, np.arange(len(t.table)), side="right") - 1 for t in ms.tables]
+        nbs = [self.moves.neighbours(di, int(g.rows[0, di])) for di in range(len(ms.dims))]
+        # the spatial group of the current row and of each neighbour (groups are runs of table rows)
+        group = [np.searchsorted(t.group_start, np.append(nb, g.rows[0, di]), side="right") - 1
+                 for di, (t, nb) in enumerate(zip(ms.tables, nbs, strict=True))]
         rows = []
         for j in range(len(ms.fanouts)):
             out, into = [], []
-            for di in range(len(ms.dims)):
-                here = sp[di][start[di][g.rows[0, di]], j]
-                nb = self.moves.neighbours(di, int(g.rows[0, di]))
-                there = sp[di][start[di][nb], j]
+            for di, nb in enumerate(nbs):
+                here = sp[di][group[di][-1], j]
+                there = sp[di][group[di][:-1], j]
                 out.append(nb[there < here])
                 into.append(nb[there > here])
             for a in range(len(ms.dims)):
