@@ -16,12 +16,24 @@ from costmodel.errors import UserError
 
 _OBJ = "Objective: edp, energy, latency, ed2p, or a weighted mix like 'energy:1,latency:2'."
 _MAPPER = "Mapper: fast (seeded heuristic, default) or exhaustive (provably optimal over the mapspace)."
+_BUDGET = "Fast mapper: cost-model evaluations per distinct layer shape (default 20000)."
+_VICTORY = ("Fast mapper: stop a layer's search after this many evaluations in a row without a better "
+            "mapping (Timeloop's victory condition; default: off, the whole budget).")
 
 
 def _db_arg(db: Path | None, no_db: bool) -> Any:
     if no_db and db is not None:
         raise UserError("--db and --no-db contradict each other: give one")
     return False if no_db else (db if db is not None else True)
+
+
+def _fast_options(mapper: str, max_evaluations: int | None, victory: int | None) -> dict[str, int]:
+    """The fast mapper's budget options as given (the mapper's own defaults otherwise)."""
+    opts = {k: v for k, v in (("max_evaluations", max_evaluations), ("victory", victory)) if v is not None}
+    if opts and mapper != "fast":
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in opts)
+        raise UserError(f"{flags}: options of the fast mapper, not of --mapper {mapper}")
+    return opts
 
 
 def write_json_atomic(doc: dict[str, Any], path: Path) -> None:
@@ -92,6 +104,8 @@ def register(app: typer.Typer) -> None:
         mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",
         layer: Annotated[str | None, typer.Option("--layer", help="Map only this layer (by name).")] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the search.")] = 0,
+        max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
+        victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
         workers: Annotated[int | None, typer.Option("--workers", min=1, help="Worker processes (default: all cores).")] = None,
         db: Annotated[Path | None, typer.Option("--db", help="Mapping database file (default: the user cache).")] = None,
         no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
@@ -102,8 +116,9 @@ def register(app: typer.Typer) -> None:
         from dse.network import map_model
 
         to_stdout = json_out is not None and str(json_out) == "-"
+        opts = _fast_options(mapper, max_evaluations, victory)
         res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,
-                        db=_db_arg(db, no_db), progress=json_out is None, layer=layer)
+                        db=_db_arg(db, no_db), progress=json_out is None, layer=layer, **opts)
         if json_out is not None and not to_stdout:
             write_json_atomic(res.to_dict(), json_out)
         if to_stdout:
@@ -118,6 +133,8 @@ def register(app: typer.Typer) -> None:
         objective: Annotated[str, typer.Option("--objective", help=_OBJ)] = "edp",
         mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",
         seed: Annotated[int, typer.Option("--seed", help="Seed of the search.")] = 0,
+        max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
+        victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
         constraints: Annotated[Path | None, typer.Option(
             "--constraints", help="Mapspace constraints (YAML), as in a hwconfig's constraints list.")] = None,
         db: Annotated[Path | None, typer.Option("--db", help="Mapping database file (default: the user cache).")] = None,
@@ -130,7 +147,9 @@ def register(app: typer.Typer) -> None:
 
         arch = api.load_hw(hw)
         problem = api.load_layer(layer)
-        opts = {"constraints": str(constraints)} if constraints is not None else {}
+        opts: dict[str, Any] = _fast_options(mapper, max_evaluations, victory)
+        if constraints is not None:
+            opts["constraints"] = str(constraints)
         r = _best(problem, arch, objective=objective, mapper=mapper, seed=seed, db=_db_arg(db, no_db), **opts)
         if as_json:
             doc = {"hw": arch.name, "layer": problem.describe(), "mapper": mapper, "seed": seed, **r.metrics,

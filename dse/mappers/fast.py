@@ -8,6 +8,11 @@ descent by a pool of walkers; seeded, deterministic, with an evaluation budget.
    options and goes on with kicks of the incumbent until the budget is spent or ``patience`` kicks in
    a row bring nothing.
 
+With ``victory`` set, either phase also ends the search once that many evaluations in a row have not
+improved the best score (Timeloop's victory condition, counted in evaluations). It is off by default:
+this search improves in late jumps (a kick lands in a new basin), and a fifth of the budget as the
+condition left zoo layers up to 1.5x above the full budget's EDP (docs/mapper.md).
+
 Candidates are hashed, so none is evaluated twice (:mod:`dse.mappers.genomes`). Deterministic for a
 given seed and budget (everything runs in one process, in one order); ``time_limit_s`` stops early
 (results then depend on machine speed, so tests use the evaluation budget).
@@ -39,8 +44,8 @@ if TYPE_CHECKING:
 def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, constraints: Any = None,
              seed: int = 0, max_evaluations: int = 20_000, time_limit_s: float | None = None,
              population: int = 1024, elite: int = 64, explore: float = 0.25, generations: int = 64,
-             starts: int = 4, width: int = 8, patience: int = 60, pareto: bool = False,
-             mapspace: Mapspace | None = None, **eval_kw: Any) -> MapperResult:
+             starts: int = 4, width: int = 8, patience: int = 60, victory: int | None = None,
+             pareto: bool = False, mapspace: Mapspace | None = None, **eval_kw: Any) -> MapperResult:
     """A good mapping within ``max_evaluations`` cost-model evaluations (see the module docstring)."""
     t0 = time.perf_counter()
     obj = Objective.parse(objective)
@@ -50,7 +55,7 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
     rng = np.random.default_rng(seed)
     state = SearchState(obj, track_pareto=pareto)
     deadline = t0 + time_limit_s if time_limit_s is not None else np.inf
-    ev = Evaluator(ms, state, int(max_evaluations * explore), deadline, eval_kw)
+    ev = Evaluator(ms, state, int(max_evaluations * explore), deadline, eval_kw, victory)
     moves = MoveTables(ms.tables)
     pairs = top_pairs(ms, obj, 64)
     pop = initial(ms, rng, min(4 * population, max(population, ev.budget // 3)), pairs)
@@ -72,8 +77,11 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
     if pareto and state.front is not None:
         front = [ParetoPoint(float(e), float(lat), state.front.mapping(i, problem))
                  for i, (e, lat) in enumerate(zip(state.front_e, state.front_l))]
+    stats = {"tilings": ms.num_tilings, "improved_at": state.improved_at}  # evaluations at the last improvement
+    if victory is not None:
+        stats["victory"] = victory
     return MapperResult(best, state.best_metrics or {}, obj, "fast", state.evaluated, time.perf_counter() - t0,
-                        ms.size(), {"tilings": ms.num_tilings}, front, seed)
+                        ms.size(), stats, front, seed)
 
 
 def top_pairs(ms: Mapspace, obj: Objective, n: int, screen: int = 1024) -> tuple[np.ndarray, np.ndarray] | None:

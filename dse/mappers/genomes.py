@@ -53,14 +53,23 @@ class Evaluator:
     """Scores candidates within an evaluation budget and a deadline, each distinct mapping once."""
 
     def __init__(self, ms: Mapspace, state: SearchState, budget: int, deadline: float,
-                 eval_kw: dict[str, Any]) -> None:
+                 eval_kw: dict[str, Any], victory: int | None = None) -> None:
         self.ms, self.state, self.budget, self.deadline, self.eval_kw = ms, state, budget, deadline, eval_kw
+        self.victory = victory
         self.seen = np.zeros(0, np.int64)  # sorted hashes of the candidates evaluated so far
         self.seen_score = np.zeros(0)  # and their scores
         self._salt = np.random.default_rng(12345).integers(1, 2**62, size=4096, dtype=np.int64) | 1
 
     def left(self) -> int:
-        """Evaluations left (0 once the deadline has passed)."""
+        """Evaluations left: 0 once the deadline has passed or ``victory`` evaluations in a row have
+        not improved the best score (or the front)."""
+        st = self.state
+        if self.victory is not None and st.evaluated - st.improved_at >= self.victory:
+            return 0
+        return self.room()
+
+    def room(self) -> int:
+        """Evaluations the budget still allows (0 once the deadline has passed)."""
         if time.perf_counter() > self.deadline:
             return 0
         return self.budget - self.state.evaluated
@@ -87,7 +96,7 @@ class Evaluator:
             nt, nx, ny = t[new], sx[new], sy[new]
             words = tile_words(ms.problem, _Factors(nt, nx, ny))
             fresh[new] = ms.spatial_ok(nx, ny) & ((words * keep[new]).sum(axis=2) <= ms.usable).all(axis=1)
-        idx = np.nonzero(fresh)[0][: max(0, self.left())]
+        idx = np.nonzero(fresh)[0][: max(0, self.room())]
         if idx.size:
             batch = MappingBatch(*(batch_last(a[idx]) for a in (t, sx, sy, ranks, keep)))
             scores[idx] = self.state.update(batch, evaluate_batch(ms.problem, ms.arch, batch, **self.eval_kw))

@@ -22,6 +22,7 @@ class SearchState:
     best: MappingBatch | None = None
     best_metrics: dict[str, float] | None = None
     evaluated: int = 0
+    improved_at: int = 0  # ``evaluated`` when the best score (or the front) last improved
     front_e: np.ndarray = field(default_factory=lambda: np.zeros(0))
     front_l: np.ndarray = field(default_factory=lambda: np.zeros(0))
     front: MappingBatch | None = None
@@ -32,6 +33,7 @@ class SearchState:
         scores = self.objective.score(ev.energy_pj, ev.latency_cycles)
         i = int(np.argmin(scores))
         if scores[i] < self.best_score:
+            self.improved_at = self.evaluated
             self.best_score = float(scores[i])
             self.best = take(batch, np.array([i]))
             self.best_metrics = metrics_of(ev, i)
@@ -45,6 +47,8 @@ class SearchState:
                 parts = [p for p in (self.front, take(batch, cand)) if p is not None]
                 merged = concat(parts)
                 keep = np.nonzero(pareto_mask(all_e, all_l))[0]
+                if (keep >= len(self.front_e)).any():  # a new point joined the front
+                    self.improved_at = self.evaluated
                 order = keep[np.argsort(all_e[keep], kind="stable")]
                 self.front_e, self.front_l, self.front = all_e[order], all_l[order], take(merged, order)
         return scores

@@ -58,3 +58,54 @@ def test_no_mapping_evaluated_twice_and_budget_kept(seed, width):
         assert len(k) == len(b)  # no duplicate inside a batch
         assert not keys & k  # nor across batches
         keys |= k
+
+
+def _spied_run(**kw) -> tuple[list[np.ndarray], list[bytes], object]:
+    """(scores of each evaluated batch, their canonical keys, the result) of one fast_map run."""
+    from dse.mappers.objectives import Objective
+
+    scores, keys = [], []
+    real = genomes.evaluate_batch
+
+    def spy(problem, arch, batch, **ekw):
+        ev = real(problem, arch, batch, **ekw)
+        scores.append(Objective.parse("edp").score(ev.energy_pj, ev.latency_cycles))
+        keys.append(b"".join(sorted(_canonical(batch))))
+        return ev
+
+    genomes.evaluate_batch = spy
+    try:
+        res = fast_map(CONV, TPU, seed=3, max_evaluations=6000, **kw)
+    finally:
+        genomes.evaluate_batch = real
+    return scores, keys, res
+
+
+def test_victory_truncates_the_same_search_where_it_stalled():
+    """The victory condition only cuts the search short: its batches are a prefix of the search
+    without it, ending at the first batch after which ``victory`` evaluations in a row brought no
+    better score (recomputed here from the batches' own evaluations)."""
+    victory = 400
+    full_scores, full_keys, full = _spied_run(victory=6000)
+    _, cut_keys, cut = _spied_run(victory=victory)
+    assert cut_keys == full_keys[:len(cut_keys)]  # the same batches, in the same order
+    assert len(cut_keys) < len(full_keys)  # it did stop early
+    best, improved_at, done = np.inf, 0, 0
+    stop = None
+    for k, sc in enumerate(full_scores):
+        done += len(sc)
+        if sc.min() < best:
+            best, improved_at = float(sc.min()), done
+        if done - improved_at >= victory:
+            stop = k + 1
+            break
+    assert stop == len(cut_keys)
+    assert cut.mappings_evaluated == done and cut.stats["improved_at"] == improved_at
+    from dse.mappers.objectives import Objective
+
+    def score(res) -> float:
+        m = res.metrics
+        return float(Objective.parse("edp").score(np.array([m["energy_pj"]]), np.array([m["latency_cycles"]]))[0])
+
+    assert np.isclose(score(cut), best)  # the result is the best of what it evaluated
+    assert score(full) <= score(cut)

@@ -68,12 +68,27 @@ def test_best_mapping(tmp_path) -> None:
     assert "mac()" in t.stdout and "level: DRAM" in t.stdout and "from the mapping database" in t.stdout
 
 
+def test_budget_and_victory_flags_reach_the_fast_mapper(tmp_path) -> None:
+    layer = str(REPO / "examples/layers/small_matmul.yaml")
+
+    def evaluated(*flags: str) -> int:
+        r = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--no-db", "--json", *flags, cache=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["mappings_evaluated"]
+
+    full = evaluated("--max-evaluations", "1500", "--victory", "1500")
+    assert 0 < full <= 1500
+    assert evaluated("--max-evaluations", "1500", "--victory", "30") < full  # stalls long before the budget
+
+
 BAD = [
     (("map", "keyword_spotting", "--hw", "tiny", "--layer", "nope", "--no-db"), "no such layer"),
     (("map", "keyword_spotting", "--hw", "tiny", "--objective", "speed", "--no-db"), "objective"),
     (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "magic", "--no-db"), "mapper"),
     (("map", "keyword_spotting", "--hw", "tiny", "--db", "x.sqlite", "--no-db"), "contradict"),
     (("map", "no_such_model", "--hw", "tiny"), "not a zoo model"),
+    (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "exhaustive", "--victory", "100", "--no-db"),
+     "--victory: options of the fast mapper"),
 ]
 
 
