@@ -66,7 +66,7 @@ class Descent:
             flips = np.nonzero(self._flips[keep0])[0]
             if flips.size:
                 part(np.repeat(g.rows, flips.size, axis=0), flips)
-            masks = ms.active_masks(ms.decode(g.rows)[0])[0]
+            masks = ms.active_masks(ms.active(g.rows))[0]
             for li in range(ms.n_levels):
                 cls = ms.order_ranks(li, int(masks[li]))
                 if len(cls) > 1:

@@ -76,7 +76,7 @@ def _order_bound(ms: Mapspace, obj: Objective, state: SearchState, rows: np.ndar
     if not best_orders:
         return fit
     t, sx, sy = ms.decode(rows)
-    masks = ms.active_masks(t)
+    masks = ms.active_masks(t > 1)
     n_orders = np.ones(len(rows), np.int64)
     for li in range(ms.n_levels):
         counts = {int(m): len(ms.order_ranks(li, int(m))) for m in np.unique(masks[:, li])}

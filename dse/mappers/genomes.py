@@ -82,38 +82,45 @@ class Evaluator:
         if not n:
             return scores
         ranks = g.ranks() if ranks is None else ranks
-        t, sx, sy = ms.decode(g.rows)
-        h = self._hash(g, t, ranks)
+        h = self._hash(g, ms.active(g.rows), ranks)
         order = np.argsort(h, kind="stable")
         hs = h[order]
         fresh = np.zeros(n, bool)
         fresh[order[np.concatenate([[True], hs[1:] != hs[:-1]])]] = True  # first of equal hashes
         known, at = self._known(h)
-        fresh &= ~known
-        keep = ms.keep_options[g.keep]
-        new = np.nonzero(fresh)[0]
-        if new.size:  # validity (Mapping.validate's rule) for the chosen keep option, new candidates only
-            nt, nx, ny = t[new], sx[new], sy[new]
-            words = tile_words(ms.problem, _Factors(nt, nx, ny))
-            fresh[new] = ms.spatial_ok(nx, ny) & ((words * keep[new]).sum(axis=2) <= ms.usable).all(axis=1)
-        idx = np.nonzero(fresh)[0][: max(0, self.room())]
-        if idx.size:
-            batch = MappingBatch(*(batch_last(a[idx]) for a in (t, sx, sy, ranks, keep)))
-            scores[idx] = self.state.update(batch, evaluate_batch(ms.problem, ms.arch, batch, **self.eval_kw))
-            self._remember(h[idx], scores[idx])
+        new = np.nonzero(fresh & ~known)[0]
+        if new.size:  # only candidates never seen are decoded and checked
+            t, sx, sy = ms.decode(g.rows[new])
+            keep = ms.keep_options[g.keep[new]]
+            valid = self._valid(t, sx, sy, keep)
+            ok = np.nonzero(valid)[0][: max(0, self.room())]
+            idx = new[ok]
+            if idx.size:
+                batch = MappingBatch(*(batch_last(a) for a in (t[ok], sx[ok], sy[ok], ranks[idx], keep[ok])))
+                scores[idx] = self.state.update(batch, evaluate_batch(ms.problem, ms.arch, batch, **self.eval_kw))
+            bad = new[~valid]  # invalid candidates are remembered too, with their +inf
+            self._remember(np.concatenate([h[idx], h[bad]]), np.concatenate([scores[idx], scores[bad]]))
         if reuse:
             known, at = self._known(h)
             scores = np.where(known & np.isinf(scores), self.seen_score[at], scores)
         return scores
 
-    def _hash(self, g: Genomes, t: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-        """A 64-bit hash of each candidate's canonical form (a collision only skips one candidate)."""
+    def _valid(self, t: np.ndarray, sx: np.ndarray, sy: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Mapping.validate's rule for factors [C, L, D] and keep choices [C, L, T]."""
+        ms = self.ms
+        words = tile_words(ms.problem, _Factors(t, sx, sy))
+        return ms.spatial_ok(sx, sy) & ((words * keep).sum(axis=2) <= ms.usable).all(axis=1)
+
+    def _hash(self, g: Genomes, active: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        """A 64-bit hash of each candidate's canonical form (a collision only skips one candidate);
+        ``ranks`` [P, L, D] are permutations of each level's dims."""
         n = len(g)
-        # factor-1 loops order nothing: rank the others among themselves, so equal nests hash equal
-        active = t > 1
-        canon = np.argsort(np.argsort(np.where(active, ranks, ranks + t.shape[2]), axis=2, kind="stable"),
-                           axis=2, kind="stable")
-        key = np.concatenate([g.rows, np.where(active, canon, -1).reshape(n, -1), g.keep[:, None]], axis=1)
+        # factor-1 loops order nothing: rank the others among themselves (the active loops at smaller
+        # ranks, counted in a bitmask of ranks), so equal nests hash equal
+        bit = np.left_shift(1, ranks)
+        below = np.where(active, bit, 0).sum(axis=2, keepdims=True) & (bit - 1)
+        canon = np.where(active, np.bitwise_count(below).astype(np.int64), -1)
+        key = np.concatenate([g.rows, canon.reshape(n, -1), g.keep[:, None]], axis=1)
         with np.errstate(over="ignore"):
             return key @ self._salt[: key.shape[1]]
 

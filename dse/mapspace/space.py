@@ -47,6 +47,7 @@ class DimTable:
     table: np.ndarray  # [rows, slots] sorted by spatial part first
     group_start: np.ndarray  # rows with equal spatial factors are contiguous: [groups + 1]
     group_spatial: np.ndarray  # [groups, fan-outs]: this dim's factor on each fan-out
+    temporal_levels: np.ndarray  # [rows] bitmask of the levels where the row's temporal factor is above 1
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,16 @@ def dim_table(d: str, n: int, rest: int, slots: tuple[tuple[int, int], ...],
     if len(table) > 1:
         change[1:] = (sp[1:] != sp[:-1]).any(axis=1)
     starts = np.nonzero(change)[0]
+    levels = np.zeros(len(table), dtype=np.int64)
+    for col, (li, k) in enumerate(slots):
+        if not k:
+            levels |= (table[:, col] > 1).astype(np.int64) << li
+    for li, k, f in fixed:
+        if not k and f > 1:
+            levels |= 1 << li
     out = DimTable(d, n, slots, fixed, table, np.concatenate([starts, [len(table)]]).astype(np.int64),
-                   sp[starts])
-    for a in (out.table, out.group_start, out.group_spatial):
+                   sp[starts], levels)
+    for a in (out.table, out.group_start, out.group_spatial, out.temporal_levels):
         a.flags.writeable = False
     return out
 
@@ -274,6 +282,12 @@ class Mapspace:
                 out[k, :, li, di] = f
         return out[0], out[1], out[2]
 
+    def active(self, rows: np.ndarray) -> np.ndarray:
+        """[C, L, D]: ``decode(rows)[0] > 1``, from the tables' per-row masks (a search hashes every
+        candidate by its active loops but decodes only the ones it has not seen)."""
+        bits = np.stack([t.temporal_levels[rows[:, di]] for di, t in enumerate(self.tables)], axis=1)  # [C, D]
+        return (bits[:, None, :] >> np.arange(self.n_levels)[None, :, None] & 1).astype(bool)
+
     def spatial_ok(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
         ok = np.ones(len(sx), bool)
         for li, lv in enumerate(self.arch.levels):
@@ -292,10 +306,10 @@ class Mapspace:
         """[classes, D] ranks of the order classes of level ``li`` for a set of active dims."""
         return ranks_for(active_mask, len(self.dims), self.roles, self.inner_orders[li])
 
-    def active_masks(self, temporal: np.ndarray) -> np.ndarray:
-        """[C, L] bitmask of dims with a temporal factor above 1."""
+    def active_masks(self, active: np.ndarray) -> np.ndarray:
+        """[C, L] bitmask of the dims ``active`` [C, L, D] (a temporal factor above 1) marks."""
         bits = (1 << np.arange(len(self.dims), dtype=np.int64))
-        return ((temporal > 1) * bits).sum(axis=2)
+        return (active * bits).sum(axis=2)
 
     def expand(self, rows: np.ndarray, keep_ok: np.ndarray | None = None,
                max_batch: int = 32768) -> Iterator[tuple[MappingBatch, np.ndarray, np.ndarray]]:
@@ -307,7 +321,7 @@ class Mapspace:
         temporal, sx, sy = self.decode(rows)
         if keep_ok is None:
             keep_ok = self.capacity_ok(temporal, sx, sy)
-        masks = self.active_masks(temporal)
+        masks = self.active_masks(temporal > 1)
         uniq, inv = np.unique(masks, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
         # the (tiling, keep) pairs of each active-dims group, in row-major order within the group:
