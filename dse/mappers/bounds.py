@@ -116,9 +116,11 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     # last kept level at or above each level (the parent of the link that crosses its network)
     par_le = np.maximum.accumulate(np.where(keep, levels[None, :, None], 0), axis=1)
     v = level_vectors(arch)
-    reads = 0.0
-    writes = 0.0
-    tensor_lb = []
+    read_bw, write_bw = _bw([lv.read_bw for lv in arch.levels]), _bw([lv.write_bw for lv in arch.levels])
+    # a level without bandwidth limits takes no traffic cycles: its columns stay out of the
+    # [C, K, L] traffic sums (on a deep config, the PE-local levels)
+    timed = np.isfinite(read_bw) | np.isfinite(write_bw)
+    reads, writes, tensor_lb = [], [], []  # per tensor
     refetch_t = temporal if known is None else np.where(known, temporal, 1)
     multicast = np.array([lv.multicast for lv in arch.levels])
     reduction = np.array([lv.spatial_reduction for lv in arch.levels])
@@ -153,30 +155,56 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
         shape = hops.shape
         r_t, w_t = np.broadcast_to(r_t, shape), np.broadcast_to(w_t, shape)
         e_t = r_t @ v["read_pj"] + w_t @ v["write_pj"] + hops @ v["hop_pj"]
-        if spread is not None:
-            r_t, w_t, e_t = r_t[:, spread], w_t[:, spread], e_t[:, spread]
-        reads = reads + r_t
-        writes = writes + w_t
+        r_t, w_t = r_t[..., timed], w_t[..., timed]
+        if spread is not None:  # np.take: a faster gather than fancy indexing
+            r_t, w_t, e_t = (np.take(a, spread, axis=1) for a in (r_t, w_t, e_t))
+        reads.append(r_t)
+        writes.append(w_t)
         tensor_lb.append(e_t)
     per_level = (sx * sy).prod(axis=2)  # [C, L]
     busy = np.concatenate([np.ones_like(per_level[:, :1]), np.cumprod(per_level, axis=1)[:, :-1]], axis=1)
-    busy = busy.astype(np.float64) if paired else busy[:, None, :].astype(np.float64)
-    rd = np.ceil(reads / busy / _bw([lv.read_bw for lv in arch.levels]))
-    wr = np.ceil(writes / busy / _bw([lv.write_bw for lv in arch.levels]))
-    latency = latency_bound(arch, problem, steps_b[..., 0], np.maximum(rd, wr), overlap)
+    busy = busy[:, timed].astype(np.float64) if paired else busy[:, None, timed].astype(np.float64)
+    rd, wr = _cycles(_total(reads), busy, read_bw[timed]), _cycles(_total(writes), busy, write_bw[timed])
+    latency = latency_bound(arch, problem, steps_b[..., 0], np.maximum(rd, wr, out=rd), overlap, timed)
     leak_mw = v["leak_mw"].sum() + arch.mac.leak_mw * arch.num_pes  # + the idle vector unit (energy.py)
     leak_mw += 0.0 if arch.vector_unit is None else arch.vector_unit.leak_mw
     base = problem.macs * arch.mac.energy_pj + leak_mw * PJ_PER_MW_S * latency / arch.clock_hz
-    tensor = np.stack(tensor_lb, axis=-1)
     if per_tensor:
-        return base, tensor, latency
-    return base + tensor.sum(axis=-1), latency
+        return base, np.stack(tensor_lb, axis=-1), latency
+    return base + _total(tensor_lb), latency
+
+
+def _total(parts: list[np.ndarray]) -> np.ndarray:
+    """The sum of same-shape arrays, left to right (the rounding of ``np.stack(parts, -1).sum(-1)``),
+    accumulated into the first one: a [C, K, L] reduction over a short last axis and fresh
+    temporaries cost more than the sums."""
+    out = parts[0]
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def _cycles(words: np.ndarray, busy: np.ndarray, bw: np.ndarray) -> np.ndarray:
+    """``ceil(words / busy / bw)``, computed in ``words`` (no [C, K, L] temporaries)."""
+    np.divide(words, busy, out=words)
+    np.divide(words, bw, out=words)
+    return np.ceil(words, out=words)
+
+
+def _fold(ufunc: np.ufunc, a: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``ufunc`` over the columns ``cols`` of ``a`` [..., L], from 0, column by column: a reduction
+    over a short last axis is slow."""
+    out = np.zeros(a.shape[:-1])
+    for j in cols:
+        ufunc(out, a[..., j], out=out)
+    return out
 
 
 def latency_bound(arch: Architecture, problem: Problem, steps: np.ndarray, per_level: np.ndarray,
-                  overlap: bool = True) -> np.ndarray:
+                  overlap: bool = True, timed: np.ndarray | None = None) -> np.ndarray:
     """Cycles no mapping with ``steps`` temporal steps and at least ``per_level`` [..., L] traffic
-    cycles per level can beat (module docstring, *Latency*)."""
+    cycles per level can beat (module docstring, *Latency*); with ``timed`` [L] (bool), the columns
+    of ``per_level`` are those levels' only and the others take no traffic cycles."""
     from costmodel.latency import fold_overhead
     from costmodel.pipeline import POST_OPS, staged_levels
 
@@ -187,12 +215,14 @@ def latency_bound(arch: Architecture, problem: Problem, steps: np.ndarray, per_l
     if not overlap:
         return compute + np.ceil(vector) + per_level.sum(axis=-1)
     db = np.array([i == 0 or lv.double_buffered or lv.ideal_overlap for i, lv in enumerate(arch.levels)])
-    moved = per_level[..., db].max(axis=-1)
+    if timed is not None:
+        db = db[timed]
+    moved = _fold(np.maximum, per_level, np.nonzero(db)[0])  # cycles are >= 0: a level left out adds nothing
     tail = 0.0
     if staged_levels(arch):
         tail = 1.0 + (np.minimum(POST_OPS, vector / steps) if vu is not None else 0.0)
     pipe = np.maximum(np.maximum(compute, vector), moved + tail)
-    return np.ceil(pipe - 1e-9) + per_level[..., ~db].sum(axis=-1)
+    return np.ceil(pipe - 1e-9) + _fold(np.add, per_level, np.nonzero(~db)[0])  # whole cycles: exact sums
 
 
 def lift_c(x: np.ndarray, paired: bool) -> np.ndarray:
