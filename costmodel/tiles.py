@@ -246,22 +246,36 @@ _HASH = np.random.default_rng(20261202).integers(1, 2**62, size=4096, dtype=np.i
 
 
 def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows and the inverse index; a 64-bit hash first, checked exactly (no collisions)."""
+    """Distinct rows and the inverse index; a 64-bit hash first, checked exactly (no collisions).
+    Each round scatters the unresolved rows into a table of buckets (other bits of the hash each
+    time) and one row per bucket stands for its hash; the rows whose hash differs from their
+    bucket's go to the next round. Linear, where sorting the hashes took most of the time."""
     keys = np.asarray(keys, dtype=np.int64)
     h = np.zeros(len(keys), np.int64)
     with np.errstate(over="ignore"):
         for j in range(keys.shape[1]):
             h += keys[:, j] * _HASH[j]
-    order = np.argsort(h)
-    hs = h[order]
-    new = np.empty(len(h), bool)
-    new[:1] = True
-    np.not_equal(hs[1:], hs[:-1], out=new[1:])
-    inv = np.empty(len(h), np.intp)
-    inv[order] = np.cumsum(new) - 1
-    uniq = keys[order[new]]
-    if not np.array_equal(uniq[inv], keys):
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    n = len(h)
+    stand = np.empty(n, np.intp)  # the row standing for each row's hash
+    todo = np.arange(n)
+    for shift in (0, 16, 32, 48):
+        if not todo.size:
+            break
+        bits = max(10, (2 * len(todo)).bit_length())
+        bucket = (h[todo] >> shift) & ((1 << bits) - 1)
+        table = np.empty(1 << bits, np.intp)
+        table[bucket] = todo  # some row of each bucket
+        r = table[bucket]
+        hit = h[r] == h[todo]
+        stand[todo[hit]] = r[hit]
+        todo = todo[~hit]
+    if not todo.size:
+        first = stand == np.arange(n)
+        inv = (np.cumsum(first) - 1)[stand]
+        uniq = keys[first]
+        if np.array_equal(uniq[inv], keys):
+            return uniq, inv
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # a hash collision (never seen): exact
     return uniq, inv.reshape(-1)
 
 
