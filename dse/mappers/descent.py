@@ -52,27 +52,20 @@ class Descent:
         rows, keep, rk = [], [], []  # parts; a rank part of None means g's ranks
 
         def part(r: np.ndarray, kp: np.ndarray | int = keep0, ranks_part: np.ndarray | None = None) -> None:
+            if not len(r):
+                return
             rows.append(r)
             keep.append(np.full(len(r), kp, np.int64) if np.ndim(kp) == 0 else kp)
             rk.append(ranks_part)
 
         if level == 0:  # single prime moves, one keep/bypass flip, every order class of each level
-            for di in range(len(ms.dims)):
-                nb = moves.neighbours(di, int(rows0[di]))
-                if nb.size:
-                    r = np.repeat(g.rows, nb.size, axis=0)
-                    r[:, di] = nb
-                    part(r)
+            part(_replace(g.rows, [moves.neighbours(di, int(rows0[di])) for di in range(len(ms.dims))]))
             flips = np.nonzero(self._flips[keep0])[0]
-            if flips.size:
-                part(np.repeat(g.rows, flips.size, axis=0), flips)
+            part(np.repeat(g.rows, flips.size, axis=0), flips)
             masks = ms.active_masks(ms.active(g.rows))[0]
-            for li in range(ms.n_levels):
-                cls = ms.order_ranks(li, int(masks[li]))
-                if len(cls) > 1:
-                    r = np.repeat(ranks, len(cls), axis=0)
-                    r[:, li] = cls
-                    part(np.repeat(g.rows, len(cls), axis=0), keep0, r)
+            cls = [ms.order_ranks(li, int(m)) for li, m in enumerate(masks)]
+            r = _replace(ranks, [c if len(c) > 1 else c[:0] for c in cls])
+            part(np.repeat(g.rows, len(r), axis=0), keep0, r)
         elif level == 1:  # every other split of one dimension; every keep option, also with prime moves
             part(np.repeat(g.rows, k, axis=0), np.arange(k))
             for di in range(len(ms.dims)):
@@ -92,14 +85,16 @@ class Descent:
                 part(*swaps)
         if not rows:
             return None
-        n = sum(len(r) for r in rows)
-        out_ranks = np.concatenate([np.repeat(ranks, len(r), axis=0) if p is None else p
-                                    for r, p in zip(rows, rk)])
-        cand = Genomes(np.concatenate(rows), np.repeat(g.keys, n, axis=0), np.concatenate(keep))
-        if level > 0 and n > self.sample:
-            pick = np.sort(self.rng.choice(n, self.sample, replace=False))
-            cand, out_ranks = cand.take(pick), out_ranks[pick]
-        return cand, out_ranks
+        rows_c, keep_c = np.concatenate(rows), np.concatenate(keep)
+        if level == 0:
+            out_ranks = np.concatenate([np.repeat(ranks, len(r), axis=0) if p is None else p
+                                        for r, p in zip(rows, rk)])
+        else:  # kinds 1 and 2 keep g's ranks: sampled before the ranks and keys are copied
+            if len(rows_c) > self.sample:
+                pick = np.sort(self.rng.choice(len(rows_c), self.sample, replace=False))
+                rows_c, keep_c = rows_c[pick], keep_c[pick]
+            out_ranks = np.repeat(ranks, len(rows_c), axis=0)
+        return Genomes(rows_c, np.repeat(g.keys, len(rows_c), axis=0), keep_c), out_ranks
 
     def spatial_swaps(self, g: Genomes) -> tuple[np.ndarray, np.ndarray] | None:
         """Rows and keep options where two dimensions trade a place on one fan-out: one's prime
@@ -131,12 +126,11 @@ class Descent:
         if not rows:
             return None
         k = len(ms.keep_options)
-        r = np.repeat(np.concatenate(rows), k, axis=0)
-        keep = np.tile(np.arange(k), len(r) // k)
-        if len(r) > self.swap_cap:
-            pick = np.sort(self.rng.choice(len(r), self.swap_cap, replace=False))
-            r, keep = r[pick], keep[pick]
-        return r, keep
+        base = np.concatenate(rows)
+        pick = np.arange(len(base) * k)  # candidate i: row i // k with keep option i % k
+        if len(pick) > self.swap_cap:
+            pick = np.sort(self.rng.choice(len(pick), self.swap_cap, replace=False))
+        return base[pick // k], pick % k
 
     def kicks(self, g: Genomes, n: int) -> Genomes:
         """``n`` perturbations of the single candidate ``g``: two dimensions re-split at random,
@@ -216,3 +210,12 @@ class Descent:
                 keep = np.nonzero(~done)[0]
                 pos, ranks, score = pos.take(keep), ranks[keep], score[keep]
                 level, fresh, kicked = level[keep], fresh[keep], kicked[keep]
+
+
+def _replace(a: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
+    """Copies of the single row ``a`` [1, J, ...] with entry ``j`` replaced by each of ``values[j]``
+    in turn (j ascending): one array for all the moves of one kind instead of a part per entry."""
+    at = np.repeat(np.arange(len(values)), [len(v) for v in values])
+    out = np.repeat(a, len(at), axis=0)
+    out[np.arange(len(at)), at] = np.concatenate(values)
+    return out
