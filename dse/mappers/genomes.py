@@ -114,15 +114,18 @@ class Evaluator:
     def _hash(self, g: Genomes, active: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         """A 64-bit hash of each candidate's canonical form (a collision only skips one candidate);
         ``ranks`` [P, L, D] are permutations of each level's dims."""
-        n = len(g)
+        n, n_lv, n_d = ranks.shape
         # factor-1 loops order nothing: rank the others among themselves (the active loops at smaller
-        # ranks, counted in a bitmask of ranks), so equal nests hash equal
-        bit = np.left_shift(1, ranks)
-        below = np.where(active, bit, 0).sum(axis=2, keepdims=True) & (bit - 1)
-        canon = np.where(active, np.bitwise_count(below).astype(np.int64), -1)
-        key = np.concatenate([g.rows, canon.reshape(n, -1), g.keep[:, None]], axis=1)
-        with np.errstate(over="ignore"):
-            return key @ self._salt[: key.shape[1]]
+        # ranks, counted in a bitmask of ranks), so equal nests hash equal. Small integer types: the
+        # [P, L, D] temporaries of int64 cost more in page faults than in arithmetic
+        one = np.min_scalar_type(1 << n_d).type(1)  # the smallest unsigned type for a bit per rank
+        bit = np.left_shift(one, ranks.astype(np.uint8))
+        on = np.bitwise_or.reduce(bit * active, axis=2, keepdims=True)
+        canon = np.where(active, np.bitwise_count(on & (bit - one)).view(np.int8), np.int8(-1))
+        salt = self._salt
+        with np.errstate(over="ignore"):  # the dot product of [rows, canon, keep] with the salt
+            return (g.rows @ salt[:n_d] + canon.reshape(n, -1) @ salt[n_d:n_d * (n_lv + 1)]
+                    + g.keep * salt[n_d * (n_lv + 1)])
 
     def _remember(self, h: np.ndarray, scores: np.ndarray) -> None:
         new = np.argsort(h, kind="stable")

@@ -286,7 +286,7 @@ class Mapspace:
         """[C, L, D]: ``decode(rows)[0] > 1``, from the tables' per-row masks (a search hashes every
         candidate by its active loops but decodes only the ones it has not seen)."""
         bits = np.stack([t.temporal_levels[rows[:, di]] for di, t in enumerate(self.tables)], axis=1)  # [C, D]
-        return (bits[:, None, :] >> np.arange(self.n_levels)[None, :, None] & 1).astype(bool)
+        return bits[:, None, :] & (1 << np.arange(self.n_levels))[None, :, None] != 0
 
     def spatial_ok(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
         ok = np.ones(len(sx), bool)
