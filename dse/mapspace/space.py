@@ -289,9 +289,11 @@ class Mapspace:
         return bits[:, None, :] & (1 << np.arange(self.n_levels))[None, :, None] != 0
 
     def spatial_ok(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
+        """[C]: decoded spatial factors [C, L, D] fit every fan-out. The tables give dims spatial
+        factors only on the fan-outs above 1, so only those are checked."""
         ok = np.ones(len(sx), bool)
-        for li, lv in enumerate(self.arch.levels):
-            ok &= (sx[:, li].prod(axis=1) <= lv.fanout_x) & (sy[:, li].prod(axis=1) <= lv.fanout_y)
+        for li, k, cap in self.fanouts:
+            ok &= (sx if k == 1 else sy)[:, li].prod(axis=1) <= cap
         return ok
 
     def capacity_ok(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
