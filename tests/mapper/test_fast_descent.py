@@ -9,6 +9,7 @@ from costmodel.arch import load_architecture
 from costmodel.problem import conv2d, matmul
 from dse.mappers import genomes
 from dse.mappers.fast import fast_map
+from dse.mappers.objectives import Objective
 
 TPU = load_architecture("tpu_like")
 TINY = load_architecture("tiny")
@@ -35,21 +36,30 @@ def test_same_seed_same_result_on_a_big_config():
     assert a.mappings_evaluated == b.mappings_evaluated <= 4000
 
 
-@settings(max_examples=4, deadline=None)
-@given(st.integers(0, 2**16), st.sampled_from([1, 3, 8]))
-def test_no_mapping_evaluated_twice_and_budget_kept(seed, width):
-    seen: list = []
+def _spied(problem, arch, **kw) -> tuple[list, object]:
+    """Every (batch, evaluation) the Evaluator sent to the cost model during one fast_map run, and
+    the run's result."""
+    calls: list = []
     real = genomes.evaluate_batch
 
-    def spy(problem, arch, batch, **kw):
-        seen.append(batch)
-        return real(problem, arch, batch, **kw)
+    def spy(problem, arch, batch, **ekw):
+        ev = real(problem, arch, batch, **ekw)
+        calls.append((batch, ev))
+        return ev
 
     genomes.evaluate_batch = spy
     try:
-        res = fast_map(matmul(16, 8, 12), TINY, seed=seed, max_evaluations=2500, width=width)
+        res = fast_map(problem, arch, **kw)
     finally:
         genomes.evaluate_batch = real
+    return calls, res
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(0, 2**16), st.sampled_from([1, 3, 8]))
+def test_no_mapping_evaluated_twice_and_budget_kept(seed, width):
+    calls, res = _spied(matmul(16, 8, 12), TINY, seed=seed, max_evaluations=2500, width=width)
+    seen = [b for b, _ in calls]
     total = sum(len(b) for b in seen)
     assert total == res.mappings_evaluated <= 2500
     keys = set()
@@ -60,25 +70,15 @@ def test_no_mapping_evaluated_twice_and_budget_kept(seed, width):
         keys |= k
 
 
-def _spied_run(**kw) -> tuple[list[np.ndarray], list[bytes], object]:
+def _edp_score(energy_pj, latency_cycles) -> np.ndarray:
+    return Objective.parse("edp").score(np.asarray(energy_pj), np.asarray(latency_cycles))
+
+
+def _victory_run(victory: int) -> tuple[list[np.ndarray], list[bytes], object]:
     """(scores of each evaluated batch, their canonical keys, the result) of one fast_map run."""
-    from dse.mappers.objectives import Objective
-
-    scores, keys = [], []
-    real = genomes.evaluate_batch
-
-    def spy(problem, arch, batch, **ekw):
-        ev = real(problem, arch, batch, **ekw)
-        scores.append(Objective.parse("edp").score(ev.energy_pj, ev.latency_cycles))
-        keys.append(b"".join(sorted(_canonical(batch))))
-        return ev
-
-    genomes.evaluate_batch = spy
-    try:
-        res = fast_map(CONV, TPU, seed=3, max_evaluations=6000, **kw)
-    finally:
-        genomes.evaluate_batch = real
-    return scores, keys, res
+    calls, res = _spied(CONV, TPU, seed=3, max_evaluations=6000, victory=victory)
+    scores = [_edp_score(ev.energy_pj, ev.latency_cycles) for _, ev in calls]
+    return scores, [b"".join(sorted(_canonical(b))) for b, _ in calls], res
 
 
 def test_victory_truncates_the_same_search_where_it_stalled():
@@ -86,8 +86,8 @@ def test_victory_truncates_the_same_search_where_it_stalled():
     without it, ending at the first batch after which ``victory`` evaluations in a row brought no
     better score (recomputed here from the batches' own evaluations)."""
     victory = 400
-    full_scores, full_keys, full = _spied_run(victory=6000)
-    _, cut_keys, cut = _spied_run(victory=victory)
+    full_scores, full_keys, full = _victory_run(6000)
+    _, cut_keys, cut = _victory_run(victory)
     assert cut_keys == full_keys[:len(cut_keys)]  # the same batches, in the same order
     assert len(cut_keys) < len(full_keys)  # it did stop early
     best, improved_at, done = np.inf, 0, 0
@@ -101,11 +101,9 @@ def test_victory_truncates_the_same_search_where_it_stalled():
             break
     assert stop == len(cut_keys)
     assert cut.mappings_evaluated == done and cut.stats["improved_at"] == improved_at
-    from dse.mappers.objectives import Objective
 
     def score(res) -> float:
-        m = res.metrics
-        return float(Objective.parse("edp").score(np.array([m["energy_pj"]]), np.array([m["latency_cycles"]]))[0])
+        return float(_edp_score([res.metrics["energy_pj"]], [res.metrics["latency_cycles"]])[0])
 
     assert np.isclose(score(cut), best)  # the result is the best of what it evaluated
     assert score(full) <= score(cut)
