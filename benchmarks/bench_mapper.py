@@ -1,4 +1,4 @@
-"""Mapper benchmark. Three modes:
+"""Mapper benchmark. Four modes:
 
 * default, per zoo model and config: ``dse.network.map_model`` with the fast mapper (no mapping
   database, ``--workers`` processes, the pool kept across models): wall seconds, mappings evaluated,
@@ -17,8 +17,12 @@
     python benchmarks/bench_mapper.py [--models resnet18 ...] [--configs tpu_like ...] [--workers 2]
     python benchmarks/bench_mapper.py --per-layer [--models resnet18] [--configs tpu_like] [--evals 20000]
     python benchmarks/bench_mapper.py --quality [--configs tiny eyeriss_like] [--exhaustive-limit 60]
+    python benchmarks/bench_mapper.py --zigzag [--workers 2]
 
-ZigZag (``zigzag-dse``) is not installed in this environment, so no time ratio to it is printed.
+* ``--zigzag``: only the comparison with ZigZag (``benchmarks/zigzag_compare.py``): both tools map
+  ZigZag's own ResNet-18 ONNX file, ZigZag onto its shipped TPU-like config, accel-dse onto ours;
+  CPU and wall seconds, evaluations, and the ratios. The default mode runs it after the grid when
+  ``zigzag-dse`` is importable (``pip install -e ".[bench]"``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
+import importlib.util
 import math
 import sys
 from collections import Counter
@@ -37,6 +42,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import zigzag_compare  # benchmarks/ is not a package: found through the path line above
 
 from costmodel.arch import HWCONFIGS, load_architecture
 from costmodel.errors import UserError
@@ -224,6 +232,7 @@ def main() -> None:
     ap.add_argument("--per-layer", action="store_true")
     ap.add_argument("--quality", action="store_true")
     ap.add_argument("--exhaustive-limit", type=float, default=60.0)
+    ap.add_argument("--zigzag", action="store_true", help="only the comparison with ZigZag")
     args = ap.parse_args()
     every = sorted(q.stem for q in HWCONFIGS.glob("*.yaml"))
     if args.configs == ["all"]:
@@ -232,8 +241,13 @@ def main() -> None:
         quality(args.configs or ["tiny"], args.exhaustive_limit)
     elif args.per_layer:
         per_layer(args.models or ["resnet18"], args.configs or ["tpu_like"], args.evals, not args.no_baseline)
-    else:
+    elif not args.zigzag:
         grid(args.models or workloads.names(), args.configs or every, args.workers)
+    if args.zigzag or not (args.quality or args.per_layer):
+        if importlib.util.find_spec("zigzag") is None:
+            print('zigzag-dse is not installed (pip install -e ".[bench]"): no ZigZag time ratio')
+        else:
+            zigzag_compare.compare(args.workers)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,8 @@ ResNet-18 on tpu_like under 5 s wall on 2 cores; all zoo models on all configs u
 
     python benchmarks/bench_network.py [--models resnet18] [--configs tpu_like] [--workers 2]
 
-ZigZag comparison: only when ``zigzag-dse`` is importable (it is not installed here; see
-benchmarks/bench_mapper.py for the mapper-level benchmark and reference/mappers.md for ZigZag's
-published figure: about 65 CPU-seconds and 13,860 evaluations for ResNet-18 on its TPU-like config).
+The comparison with ZigZag on its own ResNet-18 is ``python benchmarks/bench_mapper.py --zigzag``
+(with ``pip install -e ".[bench]"``).
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
-import importlib.util
 import sys
 import tempfile
 import time
@@ -47,8 +45,6 @@ def main() -> None:
                          "machine speed for layers that hit it; those are counted in the 'cut' column).")
     args = ap.parse_args()
 
-    if importlib.util.find_spec("zigzag") is None:
-        print("zigzag-dse is not installed: no ZigZag time ratio is printed")
     print(f"{'model':<20} {'config':<22} {'load s':>7} {'map s':>7} {'evals':>9} {'evals/s':>9} "
           f"{'energy uJ':>11} {'latency ms':>11} {'EDP pJ*s':>11} {'db s':>6} {'cut':>4}")
     opts = {"time_limit_s": args.time_limit} if args.time_limit else {}
