@@ -29,10 +29,12 @@ from costmodel.tiles import (
     Axis,
     Geometry,
     Shape,
+    TensorTiles,
+    WindowTable,
     merged_stats,
     shape_of,
     sumset_sizes,
-    tile_words,
+    tensor_tiles,
     window_table,
 )
 
@@ -57,7 +59,7 @@ class Accesses:
 class _Batch:
     """Arrays shared by every tensor's links, [.., D, B]."""
 
-    def __init__(self, batch, shape: Shape, arch) -> None:
+    def __init__(self, batch, shape: Shape) -> None:
         geo = Geometry.of(batch, shape)
         idx = list(shape.active)
         # loop ranks are a permutation of all dims per level (CONTRACTS.md); dropped dims have
@@ -85,23 +87,16 @@ class _Batch:
         self.pos = rank + (np.arange(n_lv, dtype=np.int16) * d_all)[:, None, None]  # nest position of each loop
         self.w_t = geo.w[0::3]  # place value of each temporal loop
         self.r_cum = np.zeros((n_lv + 1, d, b), np.int64)  # prefix of (f-1)*w over temporal loops
-        for m in range(n_lv):
-            np.add(self.r_cum[m], (t[m] - 1) * self.w_t[m], out=self.r_cum[m + 1])
-        # networks whose fan-out is 1 merge nothing: leaving them out makes equal merge sets equal
-        fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
-        self.flags = {
-            "mc": [lv.multicast and f for lv, f in zip(arch.levels, fan)],
-            "red": [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)],
-        }
+        running(np.add, (t - 1) * self.w_t, self.r_cum[1:])
         self._xy_above: dict[int, np.ndarray] = {}
-        self._tensors: dict[tuple[Axis, ...], _TensorLoops] = {}
+        self._tensors: dict[int, _TensorLoops] = {}
         self._last: np.ndarray | None = None
 
-    def tensor(self, axes: tuple[Axis, ...]) -> _TensorLoops:
+    def tensor(self, tp: _TensorPlan) -> _TensorLoops:
         """The loop arrays of one tensor, shared by all its links (computed once)."""
-        if axes not in self._tensors:
-            self._tensors[axes] = _TensorLoops(self, axes)
-        return self._tensors[axes]
+        if tp.index not in self._tensors:
+            self._tensors[tp.index] = _TensorLoops(self, tp)
+        return self._tensors[tp.index]
 
     def last(self) -> np.ndarray:
         """[L, B]: nest position of the innermost loop with a factor > 1 at levels <= m (-1: none)."""
@@ -130,10 +125,9 @@ class _TensorLoops:
     an ``st`` dim at levels <= m, those loops' step counts and positions, and per multi-term axis
     the part of its shift Δ that does not depend on the child level (``here``, [L, K, B])."""
 
-    def __init__(self, bt: _Batch, axes: tuple[Axis, ...]) -> None:
-        d = bt.t.shape[1]
-        self.st = [ax.terms[0][1] for ax in axes if ax.single]
-        self.free = free = [e for e in range(d) if e not in self.st]
+    def __init__(self, bt: _Batch, tp: _TensorPlan) -> None:
+        self.st, self.free = tp.st, tp.free
+        free = self.free
         if self.st:
             pos_st = np.where(bt.t[:, self.st] > 1, bt.pos[:, self.st], -1).max(axis=1)
             self.js = running(np.maximum, pos_st)
@@ -141,9 +135,7 @@ class _TensorLoops:
             self.js = np.full((bt.t.shape[0], bt.t.shape[2]), -1, bt.pos.dtype)
         self.pos, self.wts = bt.pos[:, free], bt.wts[:, free]
         self.here = []
-        for ax in axes:
-            if ax.single:
-                continue
+        for ax in tp.mt:
             # e's loop at the same level wraps to 0 when it is inner to the advancing loop ...
             resets = [(e, coef * (bt.t[:, e] - 1) * bt.w_t[:, e]) for coef, e in ax.terms]
             part = np.negative(inner_sum(resets, bt.slots, bt.d_all, free))
@@ -164,23 +156,21 @@ class _TensorLoops:
 class _Link:
     """Counts for one tensor and one child level c (c = L: the MACs), for every parent."""
 
-    def __init__(self, shape: Shape, bt: _Batch, axes: tuple[Axis, ...], c: int, timeloop: bool) -> None:
-        self.bt, self.c, self.sizes, self.timeloop = bt, c, shape.sizes, timeloop
-        self.used = sorted({e for ax in axes for _, e in ax.terms})
+    def __init__(self, plan: _Plan, tp: _TensorPlan, bt: _Batch, tiles: TensorTiles, c: int,
+                 timeloop: bool) -> None:
+        self.bt, self.c, self.sizes, self.timeloop = bt, c, plan.shape.sizes, timeloop
+        self.nets = {kind: nets[c] for kind, nets in plan.nets.items()}
+        self.used, self.st, self.mt, self.tables = tp.used, tp.st, tp.mt, tp.tables
+        self.window_dims = tp.window_dims
         self.mac = c == bt.t.shape[0]
-        self.st = [ax.terms[0][1] for ax in axes if ax.single]
-        self.mt = [ax for ax in axes if not ax.single]
         self.ext = bt.geo.extent(c)
-        self.tables = [window_table(ax, self.sizes) for ax in self.mt]
-        self.rows0 = [tab.row(self.ext) for tab in self.tables]
-        b = self.ext.shape[1]
-        self.u_tile = np.ones(b, np.int64)  # |tile| of the child, multi-term axes
-        for tab, row in zip(self.tables, self.rows0):
-            self.u_tile = self.u_tile * tab.size[row]
+        self.rows0 = [row[c - 1] for row in tiles.rows]
+        self.u_tile = tiles.multi[c - 1]  # |tile| of the child, multi-term axes
+        self.u_single = tiles.single[c - 1]  # and single-term ones
         self._cache: dict[tuple, np.ndarray] = {}
         if self.mac:
             return
-        tl = bt.tensor(axes)
+        tl = bt.tensor(tp)
         # only steps after the innermost advancing loop of a single-term dimension can reuse, and
         # those loops are on the other dimensions
         self.after = np.where(tl.pos[:c] > tl.js[c - 1][None, None, :], tl.wts[:c], 0)
@@ -220,24 +210,21 @@ class _Link:
 
     def entries(self, kind: str, q: int) -> np.ndarray:
         """entries for merging over the ``kind``-flagged networks q..c-1."""
-        nets = tuple(m for m in range(q, self.c) if self.bt.flags[kind][m])
+        nets = self.nets[kind][q]
         key = ("e", nets)
         if key in self._cache:
             return self._cache[key]
         bt, c = self.bt, self.c
         mf = self._merge_factors(nets)
         groups = bt.sp_above[c] if mf is None else bt.sp_above[c] // mf.prod(axis=0)
-        u_st = np.ones_like(groups)
-        for e in self.st:
-            u_st = u_st * self.ext[e] if mf is None else u_st * self.ext[e] * mf[e]
+        u_st = self.u_single if mf is None else self.u_single * mf[self.st].prod(axis=0)
         u_mt = self.u_tile
         s = None
         if mf is not None and self.mt:
             u_mt = u_mt.copy()
             over: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             # rows whose merged children split a window dimension: exact tables per digit pattern
-            window_dims = sorted({e for ax in self.mt for _, e in ax.terms})
-            split = (mf[window_dims] > 1).any(axis=0)
+            split = (mf[self.window_dims] > 1).any(axis=0)
             rows = slice(None) if split.all() else np.nonzero(split)[0]
             if split.any():
                 for k, ax in enumerate(self.mt):
@@ -279,7 +266,7 @@ class _Link:
 
     def distinct(self, kind: str, q: int) -> np.ndarray:
         """Elements ever held per merged group, summed over groups."""
-        nets = tuple(m for m in range(q, self.c) if self.bt.flags[kind][m])
+        nets = self.nets[kind][q]
         key = ("d", nets)
         if key in self._cache:
             return self._cache[key]
@@ -316,7 +303,7 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
     are counted ``CHUNK`` mappings at a time (rows are independent)."""
     if model not in ("exact", "timeloop"):
         raise ValueError(f"access_counts: model must be 'exact' or 'timeloop', got {model!r}")
-    shape = shape_of(problem)
+    plan = _plan(problem, arch)
     b, n_lv = batch.temporal.shape[:2]
     n_t = len(problem.tensors)
     out = [np.zeros((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
@@ -325,7 +312,7 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
     for lo in range(0, b, size):
         sl = slice(lo, lo + size)
         part = batch if b <= size else MappingBatch(*(getattr(batch, f)[sl] for f in _FIELDS))
-        steps[sl] = _count(problem, shape, arch, part, model == "timeloop", [a[:, :, sl] for a in out])
+        steps[sl] = _count(plan, part, model == "timeloop", [a[:, :, sl] for a in out])
     fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in out)
     return Accesses(fills=fills, reads=reads, updates=updates, hops=hops, tile_words=words,
                     macs=np.full(b, problem.macs, np.int64), temporal_steps=steps)
@@ -339,26 +326,32 @@ def _add(acc: np.ndarray, v: np.ndarray, where: np.ndarray) -> None:
     np.add(acc, v, out=acc, where=where)
 
 
-def _count(problem: Problem, shape: Shape, arch, batch, timeloop: bool, out: list[np.ndarray]) -> np.ndarray:
+def _count(plan: _Plan, batch, timeloop: bool, out: list[np.ndarray]) -> np.ndarray:
     """Adds the counts of ``batch`` into ``out`` ([L, T, B] fills, reads, updates, hops, and the
     kept tile words); returns the temporal steps [B]."""
     fills, reads, updates, hops, kept_words = out
-    bt = _Batch(batch, shape, arch)
+    shape = plan.shape
+    bt = _Batch(batch, shape)
     n_lv, _, b = bt.t.shape
     keep_all = np.ascontiguousarray(batch.keep.transpose(1, 2, 0))
     keep_all[0] = True
     lv_idx = np.arange(n_lv)
-    for ti, axes in enumerate(shape.axes):
-        is_out = problem.tensors[ti].is_output
+    for tp in plan.tensors:
+        ti, is_out = tp.index, tp.is_out
         keep = keep_all[:, ti]
+        tiles = tensor_tiles(tp.axes, shape.sizes, bt.geo.suffix[3::3])  # levels 1..L (L: the MACs)
+        kept_words[0, ti] = tp.elements
+        kept_words[1:, ti] = np.where(keep[1:], tiles.words[:-1], 0)
         last_keep = running(np.maximum, np.where(keep, lv_idx[:, None], 0))
         for c in range(1, n_lv + 1):
             exists = keep[c] if c < n_lv else np.ones(b, bool)
-            if not exists.any():
-                continue
             parent = last_keep[c - 1]
-            link = _Link(shape, bt, axes, c, timeloop)
-            q0 = int(parent[exists].min())
+            # mappings per parent level, among those that keep the tensor at c
+            per_parent = np.bincount(parent[exists], minlength=c).tolist()
+            n = sum(per_parent)
+            if not n:
+                continue
+            link = _Link(plan, tp, bt, tiles, c, timeloop)
 
             def down(q: int, link: _Link = link, is_out: bool = is_out) -> np.ndarray:
                 if is_out:
@@ -367,16 +360,74 @@ def _count(problem: Problem, shape: Shape, arch, batch, timeloop: bool, out: lis
 
             if c < n_lv:
                 _add(fills[c, ti], down(c), exists)
-            for q in range(q0, c):
-                here = exists & (parent == q)
-                if here.any():
+            seen = 0  # mappings whose parent is at or above q
+            for q in range(c):
+                if per_parent[q]:
+                    here = exists if per_parent[q] == n else exists & (parent == q)
                     _add(reads[q, ti], down(q), here)
                     if is_out:
                         _add(updates[q, ti], link.entries("red", q), here)
-                below = exists & (parent <= q)
-                if below.any():
+                    seen += per_parent[q]
+                if seen:
+                    below = exists if seen == n else exists & (parent <= q)
                     moved = down(q + 1) + (link.entries("red", q + 1) if is_out else 0)
                     _add(hops[q, ti], moved, below)
-    words = tile_words(problem, batch, bt.geo)
-    kept_words[...] = np.where(keep_all, words.transpose(1, 2, 0), 0)
     return np.multiply.reduce(bt.t, axis=(0, 1))
+
+
+@dataclass(frozen=True)
+class _TensorPlan:
+    """One tensor's axes split as the links use them: single-term dims ``st``, multi-term axes
+    ``mt`` and their window tables, the dims it uses and the window axes' dims."""
+
+    index: int
+    is_out: bool
+    elements: int
+    axes: tuple[Axis, ...]
+    st: list[int]
+    free: list[int]  # the dims that are not in st
+    mt: list[Axis]
+    tables: list[WindowTable]
+    used: list[int]
+    window_dims: list[int]
+
+
+class _Plan:
+    """What counting needs of a (problem, arch) pair but not of the batch, built once per pair:
+    the mappers evaluate one pair many times in small batches, where this bookkeeping would cost
+    as much as the arithmetic."""
+
+    def __init__(self, problem: Problem, arch) -> None:
+        self.shape = shape = shape_of(problem)
+        self.tensors = []
+        for ti, axes in enumerate(shape.axes):
+            t, mt = problem.tensors[ti], [ax for ax in axes if not ax.single]
+            st = [ax.terms[0][1] for ax in axes if ax.single]
+            self.tensors.append(_TensorPlan(
+                ti, t.is_output, problem.tensor_elements(t.name), axes, st,
+                [e for e in range(len(shape.sizes)) if e not in st], mt, [window_table(ax, shape.sizes) for ax in mt],
+                sorted({e for ax in axes for _, e in ax.terms}), sorted({e for ax in mt for _, e in ax.terms})))
+        # networks whose fan-out is 1 merge nothing: leaving them out makes equal merge sets equal
+        fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
+        flags = {
+            "mc": [lv.multicast and f for lv, f in zip(arch.levels, fan)],
+            "red": [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)],
+        }
+        # nets[kind][c][q]: the ``kind``-flagged networks q..c-1 (merged between parent q and child c)
+        n_lv = len(arch.levels)
+        self.nets = {kind: [[tuple(m for m in range(q, c) if f[m]) for q in range(c + 1)] for c in range(n_lv + 1)]
+                     for kind, f in flags.items()}
+
+
+_PLANS: dict[tuple[int, int], tuple[Problem, object, _Plan]] = {}
+
+
+def _plan(problem: Problem, arch) -> _Plan:
+    """The pair's plan, cached by identity (the objects are kept with it, so their ids stay theirs)."""
+    key = (id(problem), id(arch))
+    hit = _PLANS.get(key)
+    if hit is None or hit[0] is not problem or hit[1] is not arch:
+        if len(_PLANS) >= 64:
+            _PLANS.clear()
+        hit = _PLANS[key] = (problem, arch, _Plan(problem, arch))
+    return hit[2]

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from costmodel.loop_order import running
 from costmodel.pipeline import fill_drain, staged_levels, vector_stage
 from costmodel.problem import Problem
 
@@ -127,23 +128,16 @@ def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.nd
     inner to the innermost loop with a factor > 1 over a stationary dim: one max and one product
     over the loops, no sort."""
     stationary = problem.tensor(STATIONARY[dataflow]).dims()
-    stat = [di for di, d in enumerate(problem.dim_names) if d in stationary]
     b, n_lv, n_d = batch.temporal.shape
     # [L*D, B] rows: whole-row operations over the batch (views when the batch is stored batch-last)
     t = batch.temporal.transpose(1, 2, 0).reshape(n_lv * n_d, b)
     pos = batch.order.transpose(1, 2, 0).reshape(n_lv * n_d, b).astype(np.int16)
     pos += (np.arange(n_lv, dtype=np.int16) * n_d).repeat(n_d)[:, None]
-    block = np.full(b, -1, np.int16)
-    for li in range(n_lv):
-        for di in stat:
-            r = li * n_d + di
-            np.maximum(block, np.where(t[r] > 1, pos[r], -1).astype(np.int16), out=block)
-    out = np.ones(b, np.int64)
-    for r in range(n_lv * n_d):
-        if r % n_d in stat:
-            continue  # inner to the innermost blocking loop, a stationary dim's factor is 1
-        out *= np.where(pos[r] > block, t[r], 1)
-    return out
+    blocking = np.tile([d in stationary for d in problem.dim_names], n_lv)  # rows of stationary dims
+    block = np.where(t[blocking] > 1, pos[blocking], np.int16(-1)).max(axis=0, initial=-1)
+    # inner to the innermost blocking loop, a stationary dim's factor is 1: only the others count
+    free = ~blocking
+    return np.multiply.reduce(np.where(pos[free] > block, t[free], 1), axis=0, dtype=np.int64)
 
 
 def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, temporal_steps: np.ndarray,
@@ -166,14 +160,12 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
 
 def busy_instances(batch: MappingBatch) -> np.ndarray:
     """[L, B]: copies of each level in use: product of the spatial factors of the levels above it."""
-    sx, sy = batch.spatial_x, batch.spatial_y
-    b, n_lv, n_d = sx.shape
+    b, n_lv, _ = batch.spatial_x.shape
+    # [B, L]: two reductions, without a [B, L, D] temporary
+    per_level = np.multiply.reduce(batch.spatial_x, axis=2) * np.multiply.reduce(batch.spatial_y, axis=2)
     out = np.ones((n_lv, b), np.int64)
-    for lv in range(1, n_lv):
-        used = out[lv - 1].copy()
-        for d in range(n_d):
-            used *= sx[:, lv - 1, d] * sy[:, lv - 1, d]
-        out[lv] = used
+    if n_lv > 1:
+        running(np.multiply, per_level.T[:-1], out[1:])
     return out
 
 

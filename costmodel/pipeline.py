@@ -89,6 +89,8 @@ def _link_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, acc:
         parent = words * copies / (busy[m] * _bw(p.write_bw if out else p.read_bw))
         np.maximum(cycles, parent, out=cycles, where=here)
         found |= here
+        if found.all():
+            break  # no mapping looks further up
     return cycles
 
 

@@ -251,10 +251,7 @@ def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     time) and one row per bucket stands for its hash; the rows whose hash differs from their
     bucket's go to the next round. Linear, where sorting the hashes took most of the time."""
     keys = np.asarray(keys, dtype=np.int64)
-    h = np.zeros(len(keys), np.int64)
-    with np.errstate(over="ignore"):
-        for j in range(keys.shape[1]):
-            h += keys[:, j] * _HASH[j]
+    h = keys @ _HASH[:keys.shape[1]]  # wraps silently (integer matmul), several times faster than per column
     n = len(h)
     stand = np.empty(n, np.intp)  # the row standing for each row's hash
     todo = np.arange(n)
@@ -279,6 +276,35 @@ def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
+@dataclass
+class TensorTiles:
+    """One tensor's tiles at a stack of levels, [n, B] each: the WindowTable row of each
+    multi-term axis, the product of their sum-set sizes, that of the single-term extents, and
+    the tile's words (per instance: their product)."""
+
+    rows: list[np.ndarray]
+    multi: np.ndarray
+    single: np.ndarray
+    words: np.ndarray
+
+
+def tensor_tiles(axes: tuple[Axis, ...], sizes: tuple[int, ...], ext: np.ndarray) -> TensorTiles:
+    """Tiles of a tensor with ``axes`` from dimension extents ``ext`` [n, D, B] (n levels at once:
+    a few whole-stack operations where a loop over levels repeats them per level)."""
+    by_dim = ext.transpose(1, 0, 2)  # [D, n, B]: the layout WindowTable.row reads
+    rows, multi = [], np.ones((ext.shape[0], ext.shape[2]), np.int64)
+    for ax in axes:
+        if not ax.single:
+            tab = window_table(ax, sizes)
+            rows.append(tab.row(by_dim))
+            multi = multi * tab.size[rows[-1]]
+    single = np.ones_like(multi)
+    for ax in axes:
+        if ax.single:
+            single = single * by_dim[ax.terms[0][1]]
+    return TensorTiles(rows, multi, single, multi * single)
+
+
 def tile_words(problem: Problem, batch, geo: Geometry | None = None) -> np.ndarray:
     """[B, L, T] words of each tensor's tile at each level (per instance), kept or not; level 0
     holds the whole tensor. Reads only ``batch.temporal``, ``.spatial_x`` and ``.spatial_y``."""
@@ -286,14 +312,8 @@ def tile_words(problem: Problem, batch, geo: Geometry | None = None) -> np.ndarr
     geo = geo or Geometry.of(batch, shape)
     n_lv, _, b = geo.t.shape
     out = np.ones((n_lv, len(problem.tensors), b), np.int64)
+    ext = geo.suffix[3:3 * n_lv:3]  # levels 1..L-1
     for ti, axes in enumerate(shape.axes):
         out[0, ti] = problem.tensor_elements(problem.tensors[ti].name)
-        for c in range(1, n_lv):
-            ext = geo.extent(c)
-            for ax in axes:
-                if ax.single:
-                    out[c, ti] *= ext[ax.terms[0][1]]
-                else:
-                    tab = window_table(ax, shape.sizes)
-                    out[c, ti] *= tab.size[tab.row(ext)]
+        out[1:, ti] = tensor_tiles(axes, shape.sizes, ext).words
     return out.transpose(2, 0, 1)
