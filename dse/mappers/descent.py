@@ -38,35 +38,28 @@ class Descent:
         self.sample, self.swap_cap = sample, swap_cap
         self._free = [d for d, t in enumerate(ms.tables) if len(t.table) > 1]
         flat = ms.keep_options.reshape(len(ms.keep_options), -1)
-        # keep options one keep/bypass flip away: [K, K] (a config with 128 options would otherwise
+        # keep options one keep/bypass flip away, per option (a config with 128 options would otherwise
         # put all of them into every cheapest neighbourhood)
-        self._flips = (flat[:, None, :] != flat[None, :, :]).sum(axis=2) == 1
+        self._flips = [np.nonzero(f)[0] for f in (flat[:, None, :] != flat[None, :, :]).sum(axis=2) == 1]
 
     # ---- neighbourhoods ---------------------------------------------------------------------------
-    def neighbourhood(self, g: Genomes, ranks: np.ndarray, level: int) -> tuple[Genomes, np.ndarray] | None:
-        """Moves around the single candidate ``g`` (with ``ranks`` [1, L, D]) of kind ``level``, as
-        (genomes, ranks); None when there are none. Kinds 1 and 2 are sampled to ``sample``."""
+    def neighbourhood(self, g: Genomes, level: int) -> Genomes | None:
+        """Moves around the single candidate ``g`` of kind ``level``; None when there are none.
+        Kinds 1 and 2 are sampled to ``sample``."""
+        if level == 0:
+            return self.single_moves(g)
         ms, moves = self.ms, self.moves
         k = len(ms.keep_options)
         rows0, keep0 = g.rows[0], int(g.keep[0])
-        rows, keep, rk = [], [], []  # parts; a rank part of None means g's ranks
+        rows, keep = [], []  # parts
 
-        def part(r: np.ndarray, kp: np.ndarray | int = keep0, ranks_part: np.ndarray | None = None) -> None:
+        def part(r: np.ndarray, kp: np.ndarray | int = keep0) -> None:
             if not len(r):
                 return
             rows.append(r)
             keep.append(np.full(len(r), kp, np.int64) if np.ndim(kp) == 0 else kp)
-            rk.append(ranks_part)
 
-        if level == 0:  # single prime moves, one keep/bypass flip, every order class of each level
-            part(_replace(g.rows, [moves.neighbours(di, int(rows0[di])) for di in range(len(ms.dims))]))
-            flips = np.nonzero(self._flips[keep0])[0]
-            part(np.repeat(g.rows, flips.size, axis=0), flips)
-            masks = ms.active_masks(ms.active(g.rows))[0]
-            cls = [ms.order_ranks(li, int(m)) for li, m in enumerate(masks)]
-            r = _replace(ranks, [c if len(c) > 1 else c[:0] for c in cls])
-            part(np.repeat(g.rows, len(r), axis=0), keep0, r)
-        elif level == 1:  # every other split of one dimension; every keep option, also with prime moves
+        if level == 1:  # every other split of one dimension; every keep option, also with prime moves
             part(np.repeat(g.rows, k, axis=0), np.arange(k))
             for di in range(len(ms.dims)):
                 n = len(ms.tables[di].table)
@@ -86,15 +79,30 @@ class Descent:
         if not rows:
             return None
         rows_c, keep_c = np.concatenate(rows), np.concatenate(keep)
-        if level == 0:
-            out_ranks = np.concatenate([np.repeat(ranks, len(r), axis=0) if p is None else p
-                                        for r, p in zip(rows, rk)])
-        else:  # kinds 1 and 2 keep g's ranks: sampled before the ranks and keys are copied
-            if len(rows_c) > self.sample:
-                pick = np.sort(self.rng.choice(len(rows_c), self.sample, replace=False))
-                rows_c, keep_c = rows_c[pick], keep_c[pick]
-            out_ranks = np.repeat(ranks, len(rows_c), axis=0)
-        return Genomes(rows_c, np.repeat(g.keys, len(rows_c), axis=0), keep_c), out_ranks
+        if len(rows_c) > self.sample:  # g's ranks for all: sampled before they are copied
+            pick = np.sort(self.rng.choice(len(rows_c), self.sample, replace=False))
+            rows_c, keep_c = rows_c[pick], keep_c[pick]
+        return Genomes(rows_c, np.repeat(g.ranks, len(rows_c), axis=0), keep_c)
+
+    def single_moves(self, g: Genomes) -> Genomes | None:
+        """Kind 0 around the single candidate ``g``: single prime moves, the keep options one
+        keep/bypass flip away, every order class of each level (in that order); None when there are
+        none. Copies of ``g`` with entries set: the descent builds thousands of these small sets."""
+        ms = self.ms
+        rows0, keep0 = g.rows[0].tolist(), int(g.keep[0])
+        nbs = [self.moves.neighbours(di, r) for di, r in enumerate(rows0)]
+        flips = self._flips[keep0]
+        cls = [ms.order_ranks(li, m) for li, m in enumerate(ms.level_masks(rows0))]
+        cls = [c if len(c) > 1 else c[:0] for c in cls]
+        n_mv, n_fl = sum(len(v) for v in nbs), len(flips)
+        n = n_mv + n_fl + sum(len(c) for c in cls)
+        if not n:
+            return None
+        out = Genomes(np.repeat(g.rows, n, axis=0), np.repeat(g.ranks, n, axis=0), np.full(n, keep0))
+        _set_entries(out.rows[:n_mv], nbs)
+        out.keep[n_mv:n_mv + n_fl] = flips
+        _set_entries(out.ranks[n_mv + n_fl:], cls)
+        return out
 
     def spatial_swaps(self, g: Genomes) -> tuple[np.ndarray, np.ndarray] | None:
         """Rows and keep options where two dimensions trade a place on one fan-out: one's prime
@@ -119,9 +127,8 @@ class Descent:
                 for b in range(len(ms.dims)):
                     if a == b or not out[a].size or not into[b].size:
                         continue
-                    ra, rb = np.meshgrid(out[a], into[b], indexing="ij")
-                    r = np.repeat(g.rows, ra.size, axis=0)
-                    r[:, a], r[:, b] = ra.ravel(), rb.ravel()
+                    r = np.repeat(g.rows, out[a].size * into[b].size, axis=0)  # every (out, into) pair
+                    r[:, a], r[:, b] = np.repeat(out[a], into[b].size), np.tile(into[b], out[a].size)
                     rows.append(r)
         if not rows:
             return None
@@ -153,7 +160,6 @@ class Descent:
         if not self._free:
             width = len(starts)  # nothing to re-split: only descend from the starts
         pos = starts.copy()
-        ranks = pos.ranks()
         score = np.array(scores, dtype=np.float64)
         level = np.zeros(len(pos), np.int64)
         fresh = np.zeros(len(pos), bool)  # a kick not evaluated yet
@@ -165,28 +171,29 @@ class Descent:
             room = width - len(pos)
             if room > 0 and stale < patience and self._free:
                 k = self.kicks(best, room)
-                pos, ranks = Genomes.cat([pos, k]), np.concatenate([ranks, k.ranks()])
+                pos = Genomes.cat([pos, k])
                 score = np.concatenate([score, np.full(room, np.inf)])
                 level = np.concatenate([level, np.zeros(room, np.int64)])
                 fresh = np.concatenate([fresh, np.ones(room, bool)])
                 kicked = np.concatenate([kicked, np.ones(room, bool)])
             if not len(pos):
                 break
-            segs: list[tuple[int, Genomes, np.ndarray]] = []
+            segs: list[tuple[int, Genomes]] = []
             for w in range(len(pos)):
+                here = pos.take(slice(w, w + 1))  # a view: the neighbourhoods and the batch copy it
                 if fresh[w]:
-                    segs.append((w, pos.take(np.array([w])), ranks[w:w + 1]))
+                    segs.append((w, here))
                     continue
                 while level[w] < LEVELS:
-                    nb = self.neighbourhood(pos.take(np.array([w])), ranks[w:w + 1], int(level[w]))
+                    nb = self.neighbourhood(here, int(level[w]))
                     if nb is not None:
-                        segs.append((w, *nb))
+                        segs.append((w, nb))
                         break
                     level[w] += 1
             if segs:
-                sc = ev(Genomes.cat([s[1] for s in segs]), np.concatenate([s[2] for s in segs]), reuse=True)
+                sc = ev(Genomes.cat([s[1] for s in segs]), reuse=True)
                 lo = 0
-                for w, cand, r in segs:
+                for w, cand in segs:
                     hi = lo + len(cand)
                     i = lo + int(np.argmin(sc[lo:hi]))
                     if fresh[w]:
@@ -195,8 +202,8 @@ class Descent:
                             level[w] = LEVELS  # an invalid kick: drop it
                     elif sc[i] < score[w]:
                         j = i - lo
-                        pos.rows[w], pos.keys[w], pos.keep[w] = cand.rows[j], r[j], cand.keep[j]
-                        ranks[w], score[w], level[w] = r[j], sc[i], 0
+                        pos.rows[w], pos.ranks[w], pos.keep[w] = cand.rows[j], cand.ranks[j], cand.keep[j]
+                        score[w], level[w] = sc[i], 0
                     else:
                         level[w] += 1
                     lo = hi
@@ -208,14 +215,12 @@ class Descent:
                     stale += 1
             if done.any():
                 keep = np.nonzero(~done)[0]
-                pos, ranks, score = pos.take(keep), ranks[keep], score[keep]
+                pos, score = pos.take(keep), score[keep]
                 level, fresh, kicked = level[keep], fresh[keep], kicked[keep]
 
 
-def _replace(a: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
-    """Copies of the single row ``a`` [1, J, ...] with entry ``j`` replaced by each of ``values[j]``
-    in turn (j ascending): one array for all the moves of one kind instead of a part per entry."""
+def _set_entries(out: np.ndarray, values: list[np.ndarray]) -> None:
+    """Sets entry ``j`` of the copies ``out`` [N, J, ...] of one row to each of ``values[j]`` in
+    turn (j ascending; N values in all): all the moves of one kind in one assignment."""
     at = np.repeat(np.arange(len(values)), [len(v) for v in values])
-    out = np.repeat(a, len(at), axis=0)
     out[np.arange(len(at)), at] = np.concatenate(values)
-    return out

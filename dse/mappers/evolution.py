@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dse.mappers.genomes import Evaluator, Genomes
+from dse.mappers.genomes import Evaluator, Genomes, ranks_of
 
 if TYPE_CHECKING:
     from dse.mappers.moves import MoveTables
@@ -39,7 +39,7 @@ def initial(ms: Mapspace, rng: np.random.Generator, n: int,
     if h:
         keep[:h] = np.where(fit[np.arange(h), want], want, keep[:h])
     keys = rng.random((n, ms.n_levels, len(ms.dims)))
-    return Genomes(rows, keys, keep)
+    return Genomes(rows, ranks_of(keys), keep)
 
 
 def mutate(ms: Mapspace, moves: MoveTables, rng: np.random.Generator, g: Genomes) -> Genomes:
@@ -56,18 +56,18 @@ def mutate(ms: Mapspace, moves: MoveTables, rng: np.random.Generator, g: Genomes
     sel = np.nonzero((kind >= 0.6) & (kind < 0.85))[0]  # swap two loops of one level
     li = rng.integers(ms.n_levels, size=sel.size)
     a, b = rng.integers(len(ms.dims), size=(2, sel.size))
-    ka, kb = g.keys[sel, li, a].copy(), g.keys[sel, li, b].copy()
-    g.keys[sel, li, a], g.keys[sel, li, b] = kb, ka
+    ra, rb = g.ranks[sel, li, a].copy(), g.ranks[sel, li, b].copy()
+    g.ranks[sel, li, a], g.ranks[sel, li, b] = rb, ra
     sel = np.nonzero(kind >= 0.85)[0]  # another keep option
     g.keep[sel] = rng.integers(len(ms.keep_options), size=sel.size)
     return g
 
 
 def crossover(rng: np.random.Generator, a: Genomes, b: Genomes) -> Genomes:
-    """Children taking each dimension's row, each level's keys and the keep option from either parent."""
+    """Children taking each dimension's row, each level's ranks and the keep option from either parent."""
     dm = rng.random(a.rows.shape) < 0.5
-    lm = rng.random(a.keys.shape[:2]) < 0.5
-    return Genomes(np.where(dm, a.rows, b.rows), np.where(lm[:, :, None], a.keys, b.keys),
+    lm = rng.random(a.ranks.shape[:2]) < 0.5
+    return Genomes(np.where(dm, a.rows, b.rows), np.where(lm[:, :, None], a.ranks, b.ranks),
                    np.where(rng.random(len(a)) < 0.5, a.keep, b.keep))
 
 

@@ -24,19 +24,17 @@ class PrimeMoves:
         n_rows, k = table.shape
         n = int(table[0].prod()) if n_rows else 1
         primes = sorted(prime_factors(n).items())
-        exps = np.zeros((n_rows, len(primes), k), dtype=np.int64)
-        for j, (p, e) in enumerate(primes):
-            rest = table.copy()
-            for _ in range(e):
-                hit = rest % p == 0
-                exps[:, j] += hit
-                rest = np.where(hit, rest // p, rest)
+        # each entry is a divisor of n: its exponents are looked up, not divided out entry by entry
+        divisors, self.div_exps = _divisors(primes)
+        self.slot_div = np.searchsorted(divisors, table)  # [rows, slots]: index of each entry's divisor
         radix = np.repeat([e + 1 for _, e in primes], k)
         weight = np.ones(len(radix), dtype=np.int64)
         weight[1:] = np.cumprod(radix[:-1])
         self.weight = weight.reshape(len(primes), k)
-        self.exps = exps
-        self.code = (exps * self.weight).sum(axis=(1, 2))
+        part = self.div_exps @ self.weight  # [divisors, slots]: a divisor's share of the code in each slot
+        self.code = np.zeros(n_rows, dtype=np.int64)
+        for a in range(k):
+            self.code += part[self.slot_div[:, a], a]
         self.order = np.argsort(self.code, kind="stable")
         self.sorted_code = self.code[self.order]
         # every (prime, from, to) with from != to
@@ -50,7 +48,7 @@ class PrimeMoves:
         rows = np.asarray(rows, dtype=np.int64)
         if not len(self.j) or not len(rows):
             return np.full((len(rows), len(self.j)), -1, dtype=np.int64)
-        can = self.exps[rows][:, self.j, self.a] > 0
+        can = self.div_exps[self.slot_div[rows][:, self.a], self.j] > 0
         target = self.code[rows][:, None] - self.weight[self.j, self.a] + self.weight[self.j, self.b]
         pos = np.minimum(np.searchsorted(self.sorted_code, target), len(self.sorted_code) - 1)
         found = can & (self.sorted_code[pos] == target)
@@ -66,17 +64,29 @@ class PrimeMoves:
         return nb
 
     def random(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """One random move of each row (``u`` uniform in [0, 1)); a row with none stays."""
-        nb = self.of(rows)
+        """One random move of each row (``u`` uniform in [0, 1)); a row with none stays. The moves
+        of the distinct rows only: a population descends from a small elite, so it holds few."""
+        uniq, inv = np.unique(rows, return_inverse=True)
+        nb = self.of(uniq)
         if not nb.shape[1]:
             return np.asarray(rows, dtype=np.int64).copy()
-        count = (nb >= 0).sum(axis=1)
+        count = (nb >= 0).sum(axis=1)[inv]
         pick = np.minimum((u * count).astype(np.int64), np.maximum(count - 1, 0))
-        # the pick-th valid entry of each row
-        rank = np.cumsum(nb >= 0, axis=1) - 1
-        hit = (rank == pick[:, None]) & (nb >= 0)
-        first = hit.argmax(axis=1)
-        return np.where(count > 0, nb[np.arange(len(rows)), first], rows)
+        # the pick-th valid entry of each row: the valid ones first, in order
+        valid_first = np.take_along_axis(nb, np.argsort(nb < 0, axis=1, kind="stable"), axis=1)
+        return np.where(count > 0, valid_first[inv, pick], rows)
+
+
+def _divisors(primes: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Every divisor of the number with these (prime, exponent) pairs, sorted, and its exponents
+    [divisors, primes]."""
+    divs, exps = np.ones(1, dtype=np.int64), np.zeros((1, 0), dtype=np.int64)
+    for p, e in primes:
+        divs = (divs[:, None] * p ** np.arange(e + 1)).ravel()
+        power = np.tile(np.arange(e + 1), len(exps))[:, None]  # divisor i * p^x is at i * (e + 1) + x
+        exps = np.concatenate([np.repeat(exps, e + 1, axis=0), power], axis=1)
+    order = np.argsort(divs)
+    return divs[order], exps[order]
 
 
 _BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -85,16 +95,21 @@ layer shape on many designs build each table's moves once."""
 
 
 class MoveTables:
-    """The :class:`PrimeMoves` of every dimension of a mapspace, each built on first use."""
+    """The :class:`PrimeMoves` of every dimension of a mapspace, each built on first use (and then
+    held here too: the descent asks for them a hundred thousand times, a weak dictionary is slow)."""
 
     def __init__(self, tables: list) -> None:
         self._tables = tables
+        self._moves: list[PrimeMoves | None] = [None] * len(tables)
 
     def __getitem__(self, di: int) -> PrimeMoves:
-        t = self._tables[di]
-        if t not in _BUILT:
-            _BUILT[t] = PrimeMoves(t.table)
-        return _BUILT[t]
+        pm = self._moves[di]
+        if pm is None:
+            t = self._tables[di]
+            if t not in _BUILT:
+                _BUILT[t] = PrimeMoves(t.table)
+            pm = self._moves[di] = _BUILT[t]
+        return pm
 
     def neighbours(self, di: int, row: int) -> np.ndarray:
         return self[di].neighbours(row)

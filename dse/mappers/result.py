@@ -66,10 +66,11 @@ def metrics_of(ev: Any, i: int) -> dict[str, float]:
     return out
 
 
-def batch_last(a: np.ndarray) -> np.ndarray:
-    """``a`` [B, ...] as a view of a contiguous [..., B] array: the layout costmodel.analysis is
-    fastest in (see ``MappingBatch.from_mappings``)."""
-    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 0, -1)), -1, 0)
+def take_last(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Rows ``idx`` of ``a`` [B, ...] as a view of a contiguous [..., B] array: the layout
+    costmodel.analysis is fastest in (see ``MappingBatch.from_mappings``). One gather, fastest when
+    ``a`` is such a view already."""
+    return np.moveaxis(np.take(np.moveaxis(a, 0, -1), idx, axis=-1), -1, 0)
 
 
 _FIELDS = ("temporal", "spatial_x", "spatial_y", "order", "keep")
@@ -79,7 +80,7 @@ def take(batch: MappingBatch, idx: np.ndarray) -> MappingBatch:
     """Rows ``idx`` of a batch, batch-last."""
     from costmodel.mapping import MappingBatch
 
-    return MappingBatch(*(batch_last(getattr(batch, f)[idx]) for f in _FIELDS))
+    return MappingBatch(*(take_last(getattr(batch, f), idx) for f in _FIELDS))
 
 
 def concat(batches: list[MappingBatch]) -> MappingBatch:

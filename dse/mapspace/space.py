@@ -47,7 +47,7 @@ class DimTable:
     table: np.ndarray  # [rows, slots] sorted by spatial part first
     group_start: np.ndarray  # rows with equal spatial factors are contiguous: [groups + 1]
     group_spatial: np.ndarray  # [groups, fan-outs]: this dim's factor on each fan-out
-    temporal_levels: np.ndarray  # [rows] bitmask of the levels where the row's temporal factor is above 1
+    temporal_levels: np.ndarray  # [rows] bitmask (small uint) of the levels where the temporal factor is > 1
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def dim_table(d: str, n: int, rest: int, slots: tuple[tuple[int, int], ...],
         if not k and f > 1:
             levels |= 1 << li
     out = DimTable(d, n, slots, fixed, table, np.concatenate([starts, [len(table)]]).astype(np.int64),
-                   sp[starts], levels)
+                   sp[starts], levels.astype(np.min_scalar_type(int(levels.max(initial=0)))))
     for a in (out.table, out.group_start, out.group_spatial, out.temporal_levels):
         a.flags.writeable = False
     return out
@@ -121,7 +121,11 @@ class Mapspace:
         self.roles = dim_roles(problem)
         self.fanouts = [(li, k, cap) for li, lv in enumerate(arch.levels)
                         for k, cap in ((1, lv.fanout_x), (2, lv.fanout_y)) if cap > 1]
+        self._caps = np.array([cap for _, _, cap in self.fanouts], dtype=np.int64)
         self.tables = [self._dim_table(di) for di in range(len(self.dims))]
+        # [level, kind] of each table's columns: decode sets all of a table's columns at once
+        self._slot_at = [np.array(t.slots, dtype=np.intp).reshape(-1, 2).T for t in self.tables]
+        self._row_offset, self._group_starts, self._group_spatial = _all_groups(self.tables)
         self.inner_orders = tuple(tuple(self.dims.index(d) for d in c.order) for c in self.constraints)
         self.keep_options = self._keep_options()
         self.usable = np.array([np.iinfo(np.int64).max if lv.capacity_words is None else
@@ -185,7 +189,7 @@ class Mapspace:
 
     def _spatial_groups(self) -> np.ndarray:
         """Every combination of per-dim spatial groups that fits all fan-outs: [M, D] group ids."""
-        caps = np.array([cap for _, _, cap in self.fanouts], dtype=np.int64)
+        caps = self._caps
         combos = np.zeros((1, 0), dtype=np.int64)
         prod = np.ones((1, len(caps)), dtype=np.int64)
         for t in self.tables:
@@ -270,30 +274,37 @@ class Mapspace:
         for s in range(0, self.num_tilings, chunk):
             yield self.tiling_rows(s, min(s + chunk, self.num_tilings))
 
-    def decode(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Factors ``temporal, spatial_x, spatial_y`` [C, L, D] of tilings given as table rows."""
-        c = len(rows)
-        out = np.ones((3, c, self.n_levels, len(self.dims)), dtype=np.int64)
+    def decode(self, rows: np.ndarray, batch_last: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Factors ``temporal, spatial_x, spatial_y`` [C, L, D] of tilings given as table rows; with
+        ``batch_last``, as views of contiguous [L, D, C] arrays (the cost model's layout)."""
+        c, shape = len(rows), (self.n_levels, len(self.dims))
+        if batch_last:
+            out = np.ones((3, *shape, c), dtype=np.int64).transpose(0, 3, 1, 2)
+        else:
+            out = np.ones((3, c, *shape), dtype=np.int64)
         for di, t in enumerate(self.tables):
-            vals = t.table[rows[:, di]]
-            for col, (li, k) in enumerate(t.slots):
-                out[k, :, li, di] = vals[:, col]
+            levels, kinds = self._slot_at[di]
+            out[kinds, :, levels, di] = t.table[rows[:, di]].T
             for li, k, f in t.fixed:
                 out[k, :, li, di] = f
         return out[0], out[1], out[2]
 
     def active(self, rows: np.ndarray) -> np.ndarray:
         """[C, L, D]: ``decode(rows)[0] > 1``, from the tables' per-row masks (a search hashes every
-        candidate by its active loops but decodes only the ones it has not seen)."""
-        bits = np.stack([t.temporal_levels[rows[:, di]] for di, t in enumerate(self.tables)], axis=1)  # [C, D]
-        return bits[:, None, :] & (1 << np.arange(self.n_levels))[None, :, None] != 0
+        candidate by its active loops but decodes only the ones it has not seen). A view of an
+        [L, D, C] array: built dims first, in small integers, it costs a quarter of the [C, L, D] one."""
+        bits = np.stack([t.temporal_levels[rows[:, di]] for di, t in enumerate(self.tables)])  # [D, C]
+        shift = np.arange(self.n_levels, dtype=np.uint8)[:, None, None]
+        return ((bits >> shift) & 1).astype(bool).transpose(2, 0, 1)
 
-    def spatial_ok(self, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
-        """[C]: decoded spatial factors [C, L, D] fit every fan-out. The tables give dims spatial
-        factors only on the fan-outs above 1, so only those are checked."""
-        ok = np.ones(len(sx), bool)
-        for li, k, cap in self.fanouts:
-            ok &= (sx if k == 1 else sy)[:, li].prod(axis=1) <= cap
+    def spatial_ok(self, rows: np.ndarray) -> np.ndarray:
+        """[C]: tilings given as table rows [C, D] fit every fan-out, from the spatial factors of the
+        rows' groups (a search checks this before it decodes anything): one lookup in all the
+        tables' groups at once, in [D, C] arrays (products over a short last axis are slow)."""
+        group = np.searchsorted(self._group_starts, rows.T + self._row_offset[:, None], side="right") - 1
+        ok = np.ones(len(rows), bool)
+        for factors, (_, _, cap) in zip(self._group_spatial, self.fanouts):
+            ok &= factors[group].prod(axis=0) <= cap
         return ok
 
     def capacity_ok(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
@@ -307,6 +318,12 @@ class Mapspace:
     def order_ranks(self, li: int, active_mask: int) -> np.ndarray:
         """[classes, D] ranks of the order classes of level ``li`` for a set of active dims."""
         return ranks_for(active_mask, len(self.dims), self.roles, self.inner_orders[li])
+
+    def level_masks(self, row: list[int]) -> list[int]:
+        """Per level, the bitmask of the dims active (temporal factor above 1) in the one tiling
+        ``row`` (table rows): ``active_masks`` of a single row, in Python ints, which is faster."""
+        bits = [int(t.temporal_levels[r]) for t, r in zip(self.tables, row, strict=True)]
+        return [sum(((b >> li) & 1) << d for d, b in enumerate(bits)) for li in range(self.n_levels)]
 
     def active_masks(self, active: np.ndarray) -> np.ndarray:
         """[C, L] bitmask of the dims ``active`` [C, L, D] (a temporal factor above 1) marks."""
@@ -367,6 +384,14 @@ class Mapspace:
         """A MappingBatch from tiling rows [B, D], ranks [B, L, D] and keep option indices [B]."""
         temporal, sx, sy = self.decode(rows)
         return MappingBatch(temporal, sx, sy, ranks, self.keep_options[keep_idx])
+
+
+def _all_groups(tables: list[DimTable]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The spatial groups of all tables in one array, with the rows of table d numbered from
+    ``offset[d]``: the offsets, the groups' first rows and their factors [fan-outs, groups]."""
+    offset = np.cumsum([0] + [len(t.table) for t in tables[:-1]])
+    starts = np.concatenate([t.group_start[:-1] + o for t, o in zip(tables, offset, strict=True)])
+    return offset, starts, np.concatenate([t.group_spatial for t in tables]).T.copy()
 
 
 @dataclass
