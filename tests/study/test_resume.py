@@ -89,8 +89,10 @@ def _alive(pid: int) -> bool:
 
 def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
     """Killing `dse sweep --workers 2` leaves its workers orphaned: they finish their current trial and
-    stop; a rerun then completes exactly N trials, each once."""
-    n = 10
+    stop; a rerun then completes exactly N trials, each once. N is large against the two trials
+    after which the parent is killed, so that the workers cannot run out the study while this
+    process polls the journal on a busy machine (with 10, a loaded machine once let them finish)."""
+    n = 30
     path = small_study(tmp_path, sampler="random", trials=n, mapper={"max_evaluations": 1500})
     out = tmp_path / "out"
     code = ("import sys; from tests.study.helpers import study_app; "
