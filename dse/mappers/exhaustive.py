@@ -48,12 +48,7 @@ def no_fit_error(ms: Mapspace) -> UserError:
     p, arch = ms.problem, ms.arch
     worst = None
     for rows in ms.iter_tilings(1 << 15):
-        t, sx, sy = ms.decode(rows)
-        from costmodel.tiles import tile_words
-        from dse.mapspace.space import _Factors
-
-        words = tile_words(p, _Factors(t, sx, sy, np.zeros_like(t)))
-        need = np.einsum("clt,klt->ckl", words, ms.keep_options.astype(np.int64)).min(axis=(0, 1))
+        need = ms.kept_words(*ms.decode(rows)).min(axis=(0, 1))
         worst = need if worst is None else np.minimum(worst, need)
     if worst is None:
         return UserError(f"{p.describe()} has no mapping on {arch.name}: no tiling fits the fan-outs "

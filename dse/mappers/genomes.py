@@ -10,14 +10,12 @@ to :func:`costmodel.evaluate.evaluate_batch`, in one batch per call.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from costmodel.evaluate import evaluate_batch
 from costmodel.mapping import MappingBatch
-from costmodel.tiles import tile_words
 from dse.mappers.result import take_last
 
 if TYPE_CHECKING:
@@ -104,7 +102,7 @@ class Evaluator:
         sp = np.nonzero(ms.spatial_ok(g.rows[new]))[0]
         t, sx, sy = ms.decode(g.rows[new[sp]], batch_last=True)
         keep = take_last(ms.keep_options, g.keep[new[sp]])
-        fits = self._fits(t, sx, sy, keep)
+        fits = ms.fits(t, sx, sy, keep)
         run = np.nonzero(fits)[0][: max(0, self.room())]
         out = np.full(new.size, np.inf)
         if run.size:
@@ -116,11 +114,6 @@ class Evaluator:
         done[sp[fits]] = False  # valid ones left unevaluated are not remembered
         done[sp[run]] = True
         return np.nonzero(done)[0], out[done]
-
-    def _fits(self, t: np.ndarray, sx: np.ndarray, sy: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """Mapping.validate's capacity rule for batch-last factors [C, L, D] and keep choices [C, L, T]."""
-        words = tile_words(self.ms.problem, _Factors(t, sx, sy))
-        return ((words * keep).sum(axis=2) <= self.ms.usable).all(axis=1)
 
     def _hash(self, g: Genomes, active: np.ndarray) -> np.ndarray:
         """A 64-bit hash of each candidate's canonical form (a collision only skips one candidate);
@@ -172,12 +165,3 @@ def _distinct(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     inv = np.empty(len(h), np.int64)
     inv[order] = np.cumsum(head) - 1
     return hs[head], order[head], inv
-
-
-@dataclass
-class _Factors:
-    """The factor arrays ``tile_words`` reads (a MappingBatch without orders or keeps)."""
-
-    temporal: np.ndarray
-    spatial_x: np.ndarray
-    spatial_y: np.ndarray

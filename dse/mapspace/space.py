@@ -307,12 +307,20 @@ class Mapspace:
             ok &= factors[group].prod(axis=0) <= cap
         return ok
 
+    def kept_words(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
+        """[C, K, L]: words tiling c keeps at each level with keep option k."""
+        words = tile_words(self.problem, _Factors(temporal, sx, sy))  # [C, L, T]
+        return np.einsum("clt,klt->ckl", words, self.keep_options.astype(np.int64))
+
     def capacity_ok(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
         """[C, K]: tiling c with keep option k fits every level (``Mapping.validate``'s rule)."""
-        ones = np.zeros(temporal.shape, dtype=np.int64)
-        words = tile_words(self.problem, _Factors(temporal, sx, sy, ones))  # [C, L, T]
-        need = np.einsum("clt,klt->ckl", words, self.keep_options.astype(np.int64))
-        return (need <= self.usable).all(axis=2)
+        return (self.kept_words(temporal, sx, sy) <= self.usable).all(axis=2)
+
+    def fits(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """[C]: tiling c with its own keep choice ``keep`` [C, L, T] fits every level (the same rule
+        as :meth:`capacity_ok`, for one keep choice per tiling)."""
+        words = tile_words(self.problem, _Factors(temporal, sx, sy))  # [C, L, T]
+        return ((words * keep).sum(axis=2) <= self.usable).all(axis=1)
 
     # ---- orders and full candidates --------------------------------------------------------------
     def order_ranks(self, li: int, active_mask: int) -> np.ndarray:
@@ -396,12 +404,8 @@ def _all_groups(tables: list[DimTable]) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 @dataclass
 class _Factors:
-    """The factor arrays tile_words needs (a MappingBatch without orders or keeps)."""
+    """The factor arrays tile_words reads (a MappingBatch without orders or keeps)."""
 
     temporal: np.ndarray
     spatial_x: np.ndarray
     spatial_y: np.ndarray
-    order: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.temporal)
