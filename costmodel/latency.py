@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from costmodel.loop_order import running
 from costmodel.pipeline import fill_drain, staged_levels, vector_stage
 from costmodel.problem import Problem
 
@@ -164,8 +163,8 @@ def busy_instances(batch: MappingBatch) -> np.ndarray:
     # [B, L]: two reductions, without a [B, L, D] temporary
     per_level = np.multiply.reduce(batch.spatial_x, axis=2) * np.multiply.reduce(batch.spatial_y, axis=2)
     out = np.ones((n_lv, b), np.int64)
-    if n_lv > 1:
-        running(np.multiply, per_level.T[:-1], out[1:])
+    for m in range(1, n_lv):  # L whole-row products: np.multiply.accumulate over axis 0 is slower
+        np.multiply(out[m - 1], per_level[:, m - 1], out=out[m])
     return out
 
 

@@ -6,10 +6,10 @@ slot ``3m`` is level m's temporal loop, ``3m+1`` its X, ``3m+2`` its Y). A tenso
 sum of dimensions. An axis with one term (``K``, ``C``...) has closed forms everywhere; an axis
 with several terms (a sliding window ``stride*P + dilation*R``) has a value set that is a sum-set,
 whose sizes and self-overlaps are tabulated exactly by enumeration (see docs/semantics.md):
-- ``WindowTable``: for tiles with no merged children, every (tile extents, shift) combination,
-  built once per problem axis (dense; looked up by array indexing);
-- ``merged_stats``: for children merged over spatial digits (multicast, reduction), per distinct
-  digit pattern (hashed, enumerated once, cached for the process).
+``WindowTable`` holds, for tiles with no merged children, every (tile extents, shift)
+combination, built once per problem axis (dense; looked up by array indexing). Children merged
+over spatial digits (multicast, reduction) are enumerated per digit pattern by
+costmodel.count_kernel, which memoizes them.
 """
 
 from __future__ import annotations
@@ -102,13 +102,6 @@ class Geometry:
         return self.suffix[3 * c]
 
 
-def _digit_values(digits: tuple[tuple[int, int], ...]) -> np.ndarray:
-    vals = np.zeros(1, np.int64)
-    for w, f in digits:
-        vals = (vals[:, None] + w * np.arange(f)[None, :]).ravel()
-    return vals
-
-
 def _sumset(parts: list[np.ndarray]) -> np.ndarray:
     vals = np.zeros(1, np.int64)
     for p in parts:
@@ -167,113 +160,6 @@ class WindowTable:
 @functools.cache
 def window_table(axis: Axis, sizes: tuple[int, ...]) -> WindowTable:
     return WindowTable(axis, sizes)
-
-
-_MERGED: dict[tuple, tuple[int, np.ndarray]] = {}
-
-
-def _merged_entry(coefs: tuple[int, ...], span: int, key: tuple[int, ...]) -> tuple[int, np.ndarray]:
-    """(|U|, Stab row over shifts -span..span) for children with tiles ``X + o``, o in offsets O.
-
-    ``key`` per term: tile extent n, then (w, f) pairs of its merged digits (f = 1: unused).
-    U = X ⊕ O; Stab(Δ) = #{v in U : every child covering v held it already before the tiles moved by Δ}.
-    """
-    per = len(key) // len(coefs)
-    tiles, offs = [], []
-    for ti, c in enumerate(coefs):
-        part = key[ti * per:(ti + 1) * per]
-        tiles.append(c * np.arange(part[0]))
-        digits = tuple((part[j], part[j + 1]) for j in range(1, per, 2) if part[j + 1] > 1)
-        offs.append(c * _digit_values(digits))
-    x = _sumset(tiles)
-    o = _sumset(offs)
-    u = np.unique((x[:, None] + o[None, :]).ravel())
-    top = int(u.max()) + 1
-    reach = int(x.max())  # shifts beyond the tile's span leave no child with its old elements
-    xpad = np.zeros(2 * top + 2 * reach + 1, bool)  # xpad[i] = (i - top - reach) in X
-    xpad[x + top + reach] = True
-    rel = np.arange(top)[None, :] - o[:, None]  # [O, V]: v - o
-    covered = xpad[rel + top + reach]
-    anyc = covered.any(axis=0)
-    shifts = np.arange(-reach, reach + 1)
-    # child o had v at the previous step iff v + Δ - o is in X (the tiles moved by +Δ)
-    prev = xpad[rel[:, :, None] + shifts[None, None, :] + top + reach]
-    stable = anyc[:, None] & ~(covered[:, :, None] & ~prev).any(axis=0)
-    stab = np.zeros(2 * span + 1, np.int64)
-    stab[span - reach:span + reach + 1] = stable.sum(axis=0)
-    return len(u), stab
-
-
-def merged_stats(coefs: tuple[int, ...], span: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For rows of ``keys`` [N, K]: |U| [N], the distinct Stab rows [U, 2*span+1] and each key
-    row's index into them [N]. Entries are cached for the process, keyed by the row's bytes (exact
-    for int64 rows, and cheaper to build than a tuple of ints)."""
-    uniq, inv = unique_rows(keys)
-    hits = []
-    for r in uniq:
-        ck = (coefs, span, r.tobytes())
-        hit = _MERGED.get(ck)
-        if hit is None:
-            hit = _MERGED[ck] = _merged_entry(coefs, span, tuple(r.tolist()))
-        hits.append(hit)
-    sizes = np.fromiter((h[0] for h in hits), np.int64, len(hits))
-    rows = np.array([h[1] for h in hits]).reshape(len(hits), 2 * span + 1)
-    return sizes[inv], rows, inv
-
-
-_SUMSET: dict[tuple, int] = {}
-
-
-def sumset_sizes(coefs: tuple[int, ...], keys: np.ndarray) -> np.ndarray:
-    """|{Σ c_m · v_m}| where term m's values are the digit set given by its (w, f) pairs in ``keys``."""
-    uniq, inv = unique_rows(keys)
-    per = keys.shape[1] // len(coefs)
-    out = np.empty(len(uniq), np.int64)
-    for i, r in enumerate(uniq):
-        k = (coefs, r.tobytes())
-        if k not in _SUMSET:
-            parts = []
-            for ti, c in enumerate(coefs):
-                part = r[ti * per:(ti + 1) * per]
-                parts.append(c * _digit_values(tuple((int(part[j]), int(part[j + 1]))
-                                                     for j in range(0, per, 2) if part[j + 1] > 1)))
-            _SUMSET[k] = len(_sumset(parts))
-        out[i] = _SUMSET[k]
-    return out[inv]
-
-
-_HASH = np.random.default_rng(20261202).integers(1, 2**62, size=4096, dtype=np.int64) | 1
-
-
-def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows and the inverse index; a 64-bit hash first, checked exactly (no collisions).
-    Each round scatters the unresolved rows into a table of buckets (other bits of the hash each
-    time) and one row per bucket stands for its hash; the rows whose hash differs from their
-    bucket's go to the next round. Linear, where sorting the hashes took most of the time."""
-    keys = np.asarray(keys, dtype=np.int64)
-    h = keys @ _HASH[:keys.shape[1]]  # wraps silently (integer matmul), several times faster than per column
-    n = len(h)
-    stand = np.empty(n, np.intp)  # the row standing for each row's hash
-    todo = np.arange(n)
-    for shift in (0, 16, 32, 48):
-        if not todo.size:
-            break
-        bits = max(10, (2 * len(todo)).bit_length())
-        bucket = (h[todo] >> shift) & ((1 << bits) - 1)
-        table = np.empty(1 << bits, np.intp)
-        table[bucket] = todo  # some row of each bucket
-        r = table[bucket]
-        hit = h[r] == h[todo]
-        stand[todo[hit]] = r[hit]
-        todo = todo[~hit]
-    if not todo.size:
-        first = stand == np.arange(n)
-        inv = (np.cumsum(first) - 1)[stand]
-        uniq = keys[first]
-        if np.array_equal(uniq[inv], keys):
-            return uniq, inv
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # a hash collision (never seen): exact
-    return uniq, inv.reshape(-1)
 
 
 @dataclass

@@ -4,11 +4,9 @@ overlaps equal set arithmetic."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from costmodel import problem as P
-from costmodel.tiles import autocorrelation, shape_of, unique_rows, window_table
+from costmodel.tiles import autocorrelation, shape_of, window_table
 
 
 def test_fft_autocorrelation_is_exact():
@@ -33,24 +31,3 @@ def test_window_table_against_sets_long_conv1d():
         assert tab.size[row] == len(x)
         for shift in (0, 1, 5, 7, 50, -3000):
             assert tab.overlap[row, shift + tab.span] == len(x & {v + shift for v in x})
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(1, 3000), st.integers(1, 6), st.integers(1, 40), st.integers(0, 2**32 - 1),
-       st.booleans())
-def test_unique_rows_against_numpy(n, width, values, seed, collide):
-    """Every row's distinct row, as np.unique finds them; ``collide`` makes every hash equal (the
-    exact fallback)."""
-    from costmodel import tiles
-
-    keys = np.random.default_rng(seed).integers(0, values, size=(n, width))
-    salt = tiles._HASH
-    if collide:
-        tiles._HASH = np.zeros_like(salt)
-    try:
-        uniq, inv = unique_rows(keys)
-    finally:
-        tiles._HASH = salt
-    assert np.array_equal(uniq[inv], keys)
-    ref = np.unique(keys, axis=0)
-    assert len(uniq) == len(ref) and np.array_equal(np.unique(uniq, axis=0), ref)

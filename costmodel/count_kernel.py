@@ -1,0 +1,523 @@
+"""The access counts of costmodel.analysis, compiled (numba) and taken one mapping at a time.
+
+Why compiled: per mapping the closed forms are a few hundred integer operations over small
+[level, dim] tables. As numpy passes over the whole batch they cost about 3 µs per mapping (each
+pass streams temporaries through memory); a compiled loop keeps one mapping's tables in L1 cache.
+
+The window statistics that need an enumeration (the sum-set size of a window axis over some
+digits, and the stability row of merged children, see costmodel.tiles) are memoized per counting
+plan in an open-addressing hash table keyed by the exact digit pattern. Keys are compared in full,
+so a hash collision costs a probe, never a wrong count. When a table is full the kernel stops
+before the mapping that needs room and returns its index; the caller grows the tables and resumes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+SUMSET, MERGED = 1, 2  # the first word of a memo key
+
+
+# odd multipliers for the hash: a sum of products has no chain of dependent steps, unlike a
+# byte-wise mix (keys are compared in full, so its quality only sets the number of probes)
+_MULT = np.random.default_rng(20261204).integers(1, 2**62, size=256, dtype=np.int64) | 1
+
+
+@njit(cache=True)
+def _hash(key, n):
+    h = np.int64(n)
+    for i in range(n):
+        h += key[i] * _MULT[i]
+    h ^= (h >> 29) & 0x7FFFFFFFF
+    h *= np.int64(-4658895280553007687)  # 0xBF58476D1CE4E5B9
+    h ^= (h >> 32) & 0xFFFFFFFF
+    return h & 0x3FFFFFFFFFFFFFFF
+
+
+@njit(cache=True)
+def _find(slots, keys, key, n, h):
+    """Slot of ``key`` (slots [cap, 3]: hash, key offset or -1, entry), or -(free slot) - 1."""
+    mask = slots.shape[0] - 1
+    i = h & mask
+    while True:
+        off = slots[i, 1]
+        if off < 0:
+            return -i - 1
+        if slots[i, 0] == h and keys[off] == n:
+            j = 0
+            while j < n and keys[off + 1 + j] == key[j]:
+                j += 1
+            if j == n:
+                return i
+        i = (i + 1) & mask
+
+
+@njit(cache=True)
+def rehash(slots, cap):
+    """The table's entries in a table of ``cap`` slots (a power of two)."""
+    out = np.full((cap, 3), -1, np.int64)
+    mask = cap - 1
+    for i in range(slots.shape[0]):
+        if slots[i, 1] >= 0:
+            j = slots[i, 0] & mask
+            while out[j, 1] >= 0:
+                j = (j + 1) & mask
+            out[j] = slots[i]
+    return out
+
+
+@njit(cache=True)
+def _digit_values(key, p, nd, coef):
+    """coef x the values of the mixed-radix number whose (w, f) digit pairs start at key[p]."""
+    n = 1
+    for i in range(nd):
+        n *= key[p + 2 * i + 1]
+    vals = np.zeros(n, np.int64)
+    cur = 1
+    for i in range(nd):
+        w, f = key[p + 2 * i], key[p + 2 * i + 1]
+        for a in range(1, f):
+            for j in range(cur):
+                vals[a * cur + j] = vals[j] + a * w * coef
+        cur *= f
+    return vals
+
+
+@njit(cache=True)
+def _sumset(a, b):
+    """Sorted distinct values of {x + y : x in a, y in b} (a, b non-negative)."""
+    have = np.zeros(a.max() + b.max() + 1, np.bool_)
+    for x in a:
+        for y in b:
+            have[x + y] = True
+    return np.nonzero(have)[0].astype(np.int64)
+
+
+@njit(cache=True)
+def _sumset_size(key, n_terms, coefs):
+    """|{Σ c_m v_m}| for the key [SUMSET, t, k, then per term: #digits, (w, f) pairs]."""
+    vals = np.zeros(1, np.int64)
+    p = 3
+    for m in range(n_terms):
+        nd = key[p]
+        vals = _sumset(vals, _digit_values(key, p + 1, nd, coefs[m]))
+        p += 1 + 2 * nd
+    return vals.shape[0]
+
+
+@njit(cache=True)
+def _merged_row(key, n_terms, coefs, span, row):
+    """For the key [MERGED, t, k, then per term: tile extent, #digits, (w, f) pairs]: |U| of the
+    children tiles X + o (o in the offsets O), and into ``row`` [2 span + 1] the stability row:
+    per shift Δ the elements of U that every child covering them already held before the tiles
+    moved by Δ (docs/semantics.md, by enumeration)."""
+    x = np.zeros(1, np.int64)
+    o = np.zeros(1, np.int64)
+    p = 3
+    for m in range(n_terms):
+        n, nd, c = key[p], key[p + 1], coefs[m]
+        x = _sumset(x, np.arange(n) * c)
+        o = _sumset(o, _digit_values(key, p + 2, nd, c))
+        p += 2 + 2 * nd
+    reach = x[-1]
+    top = reach + o[-1] + 1
+    base = top + reach
+    inx = np.zeros(2 * top + 2 * reach + 1, np.bool_)  # inx[i + base] = (i in X)
+    for v in x:
+        inx[v + base] = True
+    row[:] = 0
+    usize = 0
+    for v in range(top):
+        covered = False
+        for oi in o:
+            if inx[v - oi + base]:
+                covered = True
+                break
+        if not covered:
+            continue
+        usize += 1
+        for dlt in range(-reach, reach + 1):
+            ok = True
+            for oi in o:
+                if inx[v - oi + base] and not inx[v - oi + dlt + base]:
+                    ok = False
+                    break
+            if ok:
+                row[span + dlt] += 1
+    return usize
+
+
+@njit(cache=True)
+def _memo(key, n, n_terms, coefs, span, slots, keys, ent, rows, used):
+    """Entry index of ``key`` (computed and stored on a miss), or -1 when a table is full."""
+    h = _hash(key, n)
+    at = _find(slots, keys, key, n, h)
+    if at >= 0:
+        return slots[at, 2]
+    width = 2 * span + 1 if key[0] == MERGED else 0
+    if (2 * (used[0] + 1) > slots.shape[0] or used[0] >= ent.shape[0]
+            or used[1] + n + 1 > keys.shape[0] or used[2] + width > rows.shape[0]):
+        return -1
+    e = used[0]
+    if key[0] == MERGED:
+        ent[e, 0] = _merged_row(key, n_terms, coefs, span, rows[used[2]:used[2] + width])
+        ent[e, 1] = used[2]
+    else:
+        ent[e, 0] = _sumset_size(key, n_terms, coefs)
+    keys[used[1]] = n
+    keys[used[1] + 1:used[1] + 1 + n] = key[:n]
+    i = -at - 1
+    slots[i, 0], slots[i, 1], slots[i, 2] = h, used[1], e
+    used[0] += 1
+    used[1] += n + 1
+    used[2] += width
+    return e
+
+
+@njit(cache=True)
+def _tab_row(ti, k, suf, s, ax_n, ax_dim, lk, lk_off, radix):
+    r = 0
+    for term in range(ax_n[ti, k]):
+        e = ax_dim[ti, k, term]
+        r = r * radix[ti, k, term] + lk[lk_off[ti, k, term] + suf[s, e]]
+    return r
+
+
+@njit(cache=True)
+def _flush(o, nb, b0, fills, reads, updates, hops, words):
+    """The first ``nb`` mappings of the block buffer into the [L, T, B] outputs from ``b0``."""
+    for i, out in enumerate((fills, reads, updates, hops, words)):
+        for m in range(out.shape[0]):
+            for t in range(out.shape[1]):
+                for j in range(nb):
+                    out[m, t, b0 + j] = o[i, j, m, t]
+
+
+@njit(cache=True)
+def count(tem, spx, spy, rank, keep, timeloop,
+          idx, sizes, flags, tinfo, tdims, ax_n, ax_coef, ax_dim, ax_span,
+          tsize, tsize_off, tover, tover_off, lk, lk_off, radix,
+          slots, keys, ent, rows, fill, start,
+          fills, reads, updates, hops, words, steps):
+    """Counts of mappings start.. of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
+    [B, L, T] and [B]). Returns the index of the first mapping not counted (B when all are).
+
+    The plan (costmodel.analysis._Packed): ``idx``/``sizes`` the active dims; ``flags`` [2, L]
+    multicast / reduction networks that merge; per tensor ``tinfo`` [T, 6] (is output, elements,
+    #single-term dims, #free dims, #window axes, whether Timeloop's merging excludes used dims)
+    and ``tdims`` [T, 4, D] (single-term dims, free dims, used-dim mask, window-dim mask); per
+    window axis its terms, span and WindowTable (sizes, overlaps, divisor lookups)."""
+    b_n, n_lv, d_all = tem.shape
+    n_t = keep.shape[2]
+    d_n = idx.shape[0]
+    max_k, max_terms = ax_coef.shape[1], ax_coef.shape[2]
+    n_s = 3 * n_lv
+    f = np.ones((n_s, d_n), np.int64)
+    w = np.ones((n_s, d_n), np.int64)
+    suf = np.ones((n_s + 1, d_n), np.int64)
+    xy = np.ones((n_lv, d_n), np.int64)
+    rk = np.zeros((n_lv, d_n), np.int64)
+    pos = np.zeros((n_lv, d_n), np.int64)
+    wts = np.zeros((n_lv, d_n), np.int64)
+    rcum = np.zeros((n_lv + 1, d_n), np.int64)
+    above = np.ones((n_lv + 1, d_n), np.int64)
+    n_above = np.ones(n_lv + 1, np.int64)
+    sp_above = np.ones(n_lv + 1, np.int64)
+    last = np.zeros(n_lv, np.int64)
+    js = np.zeros(n_lv, np.int64)
+    trow = np.zeros((max_k, n_lv + 1), np.int64)
+    multi = np.ones(n_lv + 1, np.int64)
+    single = np.ones(n_lv + 1, np.int64)
+    here = np.zeros((max_k, n_lv, d_n), np.int64)
+    after = np.zeros((n_lv, d_n), np.int64)
+    shift = np.zeros((max_k, n_lv, d_n), np.int64)
+    mf = np.ones(d_n, np.int64)
+    kp = np.zeros(n_lv, np.bool_)
+    n_masks = 1 << n_lv
+    memo_v = np.zeros((2, n_masks), np.int64)  # per link and merged-network mask: entries, distinct
+    stamp = np.full((2, n_masks), -1, np.int64)
+    key = np.zeros(3 + max_terms * (2 + 2 * n_s), np.int64)
+    mrow = np.zeros(max_k, np.int64)
+    link_id = 0
+
+    blk = 64
+    # the block's counts [5, blk, L, T] (fills, reads, updates, hops, tile words), written out in
+    # runs of the batch axis
+    o = np.zeros((5, blk, n_lv, n_t), np.int64)
+    g_t = np.ones((blk, n_lv, d_n), np.int64)
+    g_x = np.ones((blk, n_lv, d_n), np.int64)
+    g_y = np.ones((blk, n_lv, d_n), np.int64)
+    g_r = np.zeros((blk, n_lv, d_n), np.int64)
+    g_k = np.zeros((blk, n_lv, n_t), np.bool_)
+    ordv = np.ones(d_all + 1, np.int64)  # a level's values in loop order (rank r at index r)
+    for b in range(start, b_n):
+        j0 = (b - start) % blk
+        if j0 == 0:
+            if b > start:
+                _flush(o, blk, b - blk, fills, reads, updates, hops, words)
+            # gather the next block, the batch axis innermost: contiguous reads in either layout
+            nb = min(blk, b_n - b)
+            for m in range(n_lv):
+                for d in range(d_n):
+                    di = idx[d]
+                    for j in range(nb):
+                        g_t[j, m, d] = tem[b + j, m, di]
+                        g_x[j, m, d] = spx[b + j, m, di]
+                        g_y[j, m, d] = spy[b + j, m, di]
+                        g_r[j, m, d] = rank[b + j, m, di]
+                for t in range(n_t):
+                    for j in range(nb):
+                        g_k[j, m, t] = keep[b + j, m, t]
+        for i in range(4):
+            for m in range(n_lv):
+                for t in range(n_t):
+                    o[i, j0, m, t] = 0
+        # ---- geometry: slot factors f and place values w [3L, D] (slot 3m: level m's temporal
+        # loop, 3m+1 / 3m+2 its X / Y), suffix products, loop positions in the whole nest
+        for m in range(n_lv):
+            for d in range(d_n):
+                f[3 * m, d] = g_t[j0, m, d]
+                f[3 * m + 1, d] = g_x[j0, m, d]
+                f[3 * m + 2, d] = g_y[j0, m, d]
+                xy[m, d] = f[3 * m + 1, d] * f[3 * m + 2, d]
+                rk[m, d] = g_r[j0, m, d]
+                pos[m, d] = rk[m, d] + m * d_all
+        for s in range(n_s - 1, -1, -1):
+            for d in range(d_n):
+                w[s, d] = suf[s + 1, d]
+                suf[s, d] = suf[s + 1, d] * f[s, d]
+        for m in range(n_lv):
+            pt, ps = 1, 1
+            for d in range(d_n):
+                pt *= f[3 * m, d]
+                ps *= xy[m, d]
+                above[m + 1, d] = above[m, d] * xy[m, d]
+                rcum[m + 1, d] = rcum[m, d] + (f[3 * m, d] - 1) * w[3 * m, d]
+            n_above[m + 1] = n_above[m] * pt
+            sp_above[m + 1] = sp_above[m] * ps
+            lm = last[m - 1] if m else -1
+            # products of the factors of the loops outer to each (in loop order: no comparisons,
+            # whose outcomes random orders make unpredictable)
+            for r in range(d_all):
+                ordv[r] = 1
+            for d in range(d_n):
+                ordv[rk[m, d]] = f[3 * m, d]
+                lm = max(lm, pos[m, d] if f[3 * m, d] > 1 else -1)
+            acc = n_above[m]
+            for r in range(d_all):
+                v = ordv[r]
+                ordv[r] = acc
+                acc *= v
+            for d in range(d_n):
+                wts[m, d] = ordv[rk[m, d]] * (f[3 * m, d] - 1)  # steps at which this loop advances
+            last[m] = lm
+        steps[b] = n_above[n_lv]
+        for t in range(n_t):
+            o[4, j0, 0, t] = tinfo[t, 1]
+
+        for ti in range(n_t):
+            is_out = tinfo[ti, 0] != 0
+            st_n, free_n, n_mt = tinfo[ti, 2], tinfo[ti, 3], tinfo[ti, 4]
+            excl_used = timeloop and tinfo[ti, 5] != 0
+            for m in range(n_lv):
+                kp[m] = m == 0 or g_k[j0, m, ti]
+            jm = -1
+            for m in range(n_lv):
+                for i in range(st_n):
+                    d = tdims[ti, 0, i]
+                    jm = max(jm, pos[m, d] if f[3 * m, d] > 1 else -1)
+                js[m] = jm
+            for c in range(1, n_lv + 1):
+                mu = 1
+                for k in range(n_mt):
+                    trow[k, c] = _tab_row(ti, k, suf, 3 * c, ax_n, ax_dim, lk, lk_off, radix)
+                    mu *= tsize[tsize_off[ti, k] + trow[k, c]]
+                multi[c] = mu
+                sg = 1
+                for i in range(st_n):
+                    sg *= suf[3 * c, tdims[ti, 0, i]]
+                single[c] = sg
+            for c in range(1, n_lv):
+                o[4, j0, c, ti] = multi[c] * single[c] if kp[c] else 0
+            for k in range(n_mt):
+                for m in range(n_lv):
+                    # when a loop advances, the axis's loops inner to it at its level wrap to 0
+                    for r in range(d_all + 1):
+                        ordv[r] = 0
+                    for term in range(ax_n[ti, k]):
+                        e = ax_dim[ti, k, term]
+                        ordv[rk[m, e]] = ax_coef[ti, k, term] * (f[3 * m, e] - 1) * w[3 * m, e]
+                    for r in range(d_all - 1, -1, -1):
+                        ordv[r] += ordv[r + 1]
+                    for j in range(free_n):
+                        here[k, m, j] = -ordv[rk[m, tdims[ti, 1, j]] + 1]
+                    for term in range(ax_n[ti, k]):  # ... and the advancing loop moves
+                        e = ax_dim[ti, k, term]
+                        for j in range(free_n):
+                            if tdims[ti, 1, j] == e:
+                                here[k, m, j] += ax_coef[ti, k, term] * w[3 * m, e]
+            parent = 0
+            for c in range(1, n_lv + 1):
+                if kp[c - 1]:
+                    parent = c - 1
+                mac = c == n_lv
+                if not mac and not kp[c]:
+                    continue
+                link_id += 1
+                if not mac:
+                    jc = js[c - 1]
+                    for m in range(c):
+                        for j in range(free_n):
+                            fj = tdims[ti, 1, j]
+                            a = wts[m, fj] if pos[m, fj] > jc else 0
+                            still = True
+                            for k in range(n_mt):
+                                sh = here[k, m, j]
+                                for term in range(ax_n[ti, k]):
+                                    e = ax_dim[ti, k, term]
+                                    sh += ax_coef[ti, k, term] * (rcum[m + 1, e] - rcum[c, e])
+                                shift[k, m, j] = sh
+                                still = still and sh == 0
+                            if timeloop and n_mt > 0 and not still and pos[m, fj] != last[c - 1]:
+                                a = 0
+                            after[m, j] = a
+                have_s0, s0 = False, 0
+                for x in range(c, parent - 1, -1):
+                    dn, er = 0, 0
+                    for kind in range(2):  # 0: down the multicast networks, 1: up the reduction ones
+                        if kind == 1 and not is_out:
+                            break
+                        mask = 0
+                        for m in range(x, c):
+                            if flags[kind, m]:
+                                mask |= 1 << m
+                        if stamp[0, mask] != link_id:
+                            stamp[0, mask] = link_id
+                            # ---- entries: new elements of the merged children over the steps
+                            for d in range(d_n):
+                                mf[d] = 1
+                            for m in range(x, c):
+                                if (mask >> m) & 1:
+                                    for d in range(d_n):
+                                        mf[d] *= xy[m, d]
+                            if excl_used:
+                                for d in range(d_n):
+                                    if tdims[ti, 2, d]:
+                                        mf[d] = 1
+                            pm = 1
+                            split = False
+                            for d in range(d_n):
+                                pm *= mf[d]
+                                split = split or (tdims[ti, 3, d] != 0 and mf[d] > 1)
+                            u_st = single[c]
+                            for i in range(st_n):
+                                u_st *= mf[tdims[ti, 0, i]]
+                            u_mt = multi[c]
+                            if split:
+                                for k in range(n_mt):
+                                    key[0], key[1], key[2] = MERGED, ti, k
+                                    p = 3
+                                    for term in range(ax_n[ti, k]):
+                                        e = ax_dim[ti, k, term]
+                                        key[p] = suf[3 * c, e]
+                                        nd = 0
+                                        for m in range(x, c):
+                                            if (mask >> m) & 1:
+                                                for s in range(3 * m + 1, 3 * m + 3):
+                                                    if f[s, e] > 1:
+                                                        key[p + 2 + 2 * nd] = w[s, e]
+                                                        key[p + 3 + 2 * nd] = f[s, e]
+                                                        nd += 1
+                                        key[p + 1] = nd
+                                        p += 2 + 2 * nd
+                                    en = _memo(key, p, ax_n[ti, k], ax_coef[ti, k], ax_span[ti, k],
+                                               slots, keys, ent, rows, fill)
+                                    if en < 0:
+                                        _flush(o, j0, b - j0, fills, reads, updates, hops, words)
+                                        return b
+                                    mrow[k] = ent[en, 1]
+                                    u_mt = u_mt // tsize[tsize_off[ti, k] + trow[k, c]] * ent[en, 0]
+                            if mac:
+                                val = sp_above[c] // pm * n_above[c] * u_st * u_mt
+                            else:
+                                if split or not have_s0:
+                                    reuse = 0
+                                    for m in range(c):
+                                        for j in range(free_n):
+                                            a = after[m, j]
+                                            for k in range(n_mt):
+                                                span = ax_span[ti, k]
+                                                sh = min(max(shift[k, m, j], -span), span) + span
+                                                if split:
+                                                    a *= rows[mrow[k] + sh]
+                                                else:
+                                                    a *= tover[tover_off[ti, k] + trow[k, c] * (2 * span + 1) + sh]
+                                            reuse += a
+                                    if not split:
+                                        have_s0, s0 = True, reuse
+                                else:
+                                    reuse = s0
+                                val = sp_above[c] // pm * u_st * (n_above[c] * u_mt - reuse)
+                            memo_v[0, mask] = val
+                        v = memo_v[0, mask]
+                        if kind == 0 and is_out:
+                            # ---- distinct: elements each merged group ever holds (reads skipped
+                            # as never written)
+                            if stamp[1, mask] != link_id:
+                                stamp[1, mask] = link_id
+                                for d in range(d_n):
+                                    mf[d] = 1
+                                for m in range(x, c):
+                                    if (mask >> m) & 1:
+                                        for d in range(d_n):
+                                            mf[d] *= xy[m, d]
+                                if excl_used:
+                                    for d in range(d_n):
+                                        if tdims[ti, 2, d]:
+                                            mf[d] = 1
+                                pm = 1
+                                for d in range(d_n):
+                                    pm *= mf[d]
+                                dv = sp_above[c] // pm
+                                for i in range(st_n):
+                                    e = tdims[ti, 0, i]
+                                    dv *= sizes[e] // (above[c, e] // mf[e])
+                                for k in range(n_mt):
+                                    key[0], key[1], key[2] = SUMSET, ti, k
+                                    p = 3
+                                    for term in range(ax_n[ti, k]):
+                                        e = ax_dim[ti, k, term]
+                                        nd = 0
+                                        for s in range(n_s):
+                                            m = s // 3
+                                            if (s % 3 == 0 or m >= c or ((mask >> m) & 1 and not timeloop)) \
+                                                    and f[s, e] > 1:
+                                                key[p + 1 + 2 * nd] = w[s, e]
+                                                key[p + 2 + 2 * nd] = f[s, e]
+                                                nd += 1
+                                        key[p] = nd
+                                        p += 1 + 2 * nd
+                                    en = _memo(key, p, ax_n[ti, k], ax_coef[ti, k], ax_span[ti, k],
+                                               slots, keys, ent, rows, fill)
+                                    if en < 0:
+                                        _flush(o, j0, b - j0, fills, reads, updates, hops, words)
+                                        return b
+                                    dv *= ent[en, 0]
+                                memo_v[1, mask] = dv
+                            v -= memo_v[1, mask]
+                        if kind == 0:
+                            dn = v
+                        else:
+                            er = v
+                    if x == c and not mac:
+                        o[0, j0, c, ti] += dn
+                    if x == parent:
+                        o[1, j0, x, ti] += dn
+                        o[2, j0, x, ti] += er
+                    else:
+                        o[3, j0, x - 1, ti] += dn + er
+    if b_n > start:
+        nb = (b_n - start - 1) % blk + 1
+        _flush(o, nb, b_n - nb, fills, reads, updates, hops, words)
+    return b_n
