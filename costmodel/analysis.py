@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodel.problem import Problem
-from costmodel.tiles import shape_of, window_table
+from costmodel.tiles import packed_tables
 
 
 @dataclass
@@ -109,48 +109,13 @@ class _Plan:
     in small batches."""
 
     def __init__(self, problem: Problem, arch) -> None:
-        shape = shape_of(problem)
-        n_d, n_t = len(shape.sizes), len(shape.axes)
+        t = packed_tables(problem)
         # networks whose fan-out is 1 merge nothing: leaving them out makes equal merge sets equal
         fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
         flags = np.array([[lv.multicast and f for lv, f in zip(arch.levels, fan)],
                           [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)]], np.int64)
-        windows = [[ax for ax in axes if not ax.single] for axes in shape.axes]
-        n_k = max([len(w) for w in windows] + [1])
-        n_terms = max([len(ax.terms) for w in windows for ax in w] + [1])
-        tinfo = np.zeros((n_t, 6), np.int64)
-        tdims = np.zeros((n_t, 4, n_d), np.int64)  # single-term dims, free dims, used mask, window mask
-        ax_n, ax_span = np.zeros((n_t, n_k), np.int64), np.zeros((n_t, n_k), np.int64)
-        ax_coef, ax_dim = np.zeros((n_t, n_k, n_terms), np.int64), np.zeros((n_t, n_k, n_terms), np.int64)
-        tsize_off, tover_off = np.zeros((n_t, n_k), np.int64), np.zeros((n_t, n_k), np.int64)
-        lk_off, radix = np.zeros((n_t, n_k, n_terms), np.int64), np.ones((n_t, n_k, n_terms), np.int64)
-        tsize, tover, lookups = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)], [np.zeros(1, np.int64)]
-        n_size = n_over = n_lk = 1
-        for ti, axes in enumerate(shape.axes):
-            t = problem.tensors[ti]
-            st = [ax.terms[0][1] for ax in axes if ax.single]
-            free = [e for e in range(n_d) if e not in st]
-            used = sorted({e for ax in axes for _, e in ax.terms})
-            tinfo[ti] = [t.is_output, problem.tensor_elements(t.name), len(st), len(free), len(windows[ti]),
-                         bool(used)]
-            tdims[ti, 0, :len(st)], tdims[ti, 1, :len(free)] = st, free
-            tdims[ti, 2, used] = 1
-            for k, ax in enumerate(windows[ti]):
-                tab = window_table(ax, shape.sizes)
-                ax_n[ti, k], ax_span[ti, k] = len(ax.terms), tab.span
-                tdims[ti, 3, [e for _, e in ax.terms]] = 1
-                for j, (cf, e) in enumerate(ax.terms):
-                    ax_coef[ti, k, j], ax_dim[ti, k, j] = cf, e
-                    lk_off[ti, k, j], radix[ti, k, j] = n_lk, tab.radix[j]
-                    lookups.append(tab.lookup[j])
-                    n_lk += len(tab.lookup[j])
-                tsize_off[ti, k], tover_off[ti, k] = n_size, n_over
-                tsize.append(tab.size)
-                tover.append(tab.overlap.ravel())
-                n_size, n_over = n_size + tab.size.size, n_over + tab.overlap.size
-        self.packed = (np.array(shape.active, np.int64), np.array(shape.sizes, np.int64), flags, tinfo, tdims,
-                       ax_n, ax_coef, ax_dim, ax_span, np.concatenate(tsize), tsize_off, np.concatenate(tover),
-                       tover_off, np.concatenate(lookups), lk_off, radix)
+        self.packed = (t.idx, t.sizes, flags, t.tinfo, t.tdims, t.ax_n, t.ax_coef, t.ax_dim, t.ax_span, t.tsize,
+                       t.tsize_off, t.tover, t.tover_off, t.lk, t.lk_off, t.radix)
         self.memo = _Memo()
 
 

@@ -185,6 +185,30 @@ def _tab_row(ti, k, suf, s, ax_n, ax_dim, lk, lk_off, radix):
 
 
 @njit(cache=True)
+def tile_words(tem, spx, spy, idx, tinfo, tdims, ax_n, ax_dim, tsize, tsize_off, lk, lk_off, radix, out):
+    """Into ``out`` [L, T, B]: words of each tensor's tile at each level (level 0: the whole
+    tensor), kept or not (the packed arrays of costmodel.tiles.PackedTables)."""
+    b_n, n_lv, _ = tem.shape
+    n_t, d_n = tinfo.shape[0], idx.shape[0]
+    ext = np.ones((n_lv, d_n), np.int64)  # ext[c]: each dim's extent in a tile at level c
+    for b in range(b_n):
+        for d in range(d_n):
+            di, e = idx[d], 1
+            for m in range(n_lv - 1, 0, -1):
+                e *= tem[b, m, di] * spx[b, m, di] * spy[b, m, di]
+                ext[m, d] = e
+        for ti in range(n_t):
+            out[0, ti, b] = tinfo[ti, 1]
+            for c in range(1, n_lv):
+                words = 1
+                for k in range(tinfo[ti, 4]):
+                    words *= tsize[tsize_off[ti, k] + _tab_row(ti, k, ext, c, ax_n, ax_dim, lk, lk_off, radix)]
+                for i in range(tinfo[ti, 2]):
+                    words *= ext[c, tdims[ti, 0, i]]
+                out[c, ti, b] = words
+
+
+@njit(cache=True)
 def _flush(o, nb, b0, fills, reads, updates, hops, words):
     """The first ``nb`` mappings of the block buffer into the [L, T, B] outputs from ``b0``."""
     for i, out in enumerate((fills, reads, updates, hops, words)):

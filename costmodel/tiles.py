@@ -69,39 +69,6 @@ def shape_of(problem: Problem) -> Shape:
     return Shape(active, tuple(full[dims[i]] for i in active), tuple(out))
 
 
-@dataclass
-class Geometry:
-    """Per-batch digit arrays, batch axis last: ``f``/``w`` slot factors and place values
-    [3L, D, B]; ``suffix`` products of factors from a slot inward [3L+1, D, B] (``suffix[3c]`` is
-    each dimension's extent in a tile at level c)."""
-
-    t: np.ndarray  # temporal factors [L, D, B]
-    xy: np.ndarray  # spatial X*Y factors [L, D, B]
-    f: np.ndarray
-    w: np.ndarray
-    suffix: np.ndarray
-
-    @classmethod
-    def of(cls, batch, shape: Shape) -> Geometry:
-        idx = list(shape.active)
-
-        def lay(a: np.ndarray) -> np.ndarray:  # [L, D, B] contiguous; row copies when batch-last
-            return np.take(a.transpose(1, 2, 0), idx, axis=1)
-
-        t, sx, sy = lay(batch.temporal), lay(batch.spatial_x), lay(batch.spatial_y)
-        n_lv, d, b = t.shape
-        f = np.empty((3 * n_lv, d, b), np.int64)
-        f[0::3], f[1::3], f[2::3] = t, sx, sy
-        suffix = np.ones((3 * n_lv + 1, d, b), np.int64)
-        for j in range(3 * n_lv - 1, -1, -1):
-            np.multiply(suffix[j + 1], f[j], out=suffix[j])
-        return cls(t, sx * sy, f, suffix[1:], suffix)
-
-    def extent(self, c: int) -> np.ndarray:
-        """[D, B] extent of each dimension in a tile at level c (c = L: a single MAC, 1)."""
-        return self.suffix[3 * c]
-
-
 def _sumset(parts: list[np.ndarray]) -> np.ndarray:
     vals = np.zeros(1, np.int64)
     for p in parts:
@@ -149,57 +116,87 @@ class WindowTable:
             # overlap[k] = |X ∩ (X + (k - e))|  (full correlation has length 2e-1; pad to 2e+1)
             self.overlap[r, 1:-1] = autocorrelation(ind)
 
-    def row(self, extents: np.ndarray) -> np.ndarray:
-        """Row index per mapping from the [D, B] dimension extents."""
-        idx = np.zeros(extents.shape[1:], np.int64)
-        for (_, d), lk, rad in zip(self.axis.terms, self.lookup, self.radix):
-            idx = idx * rad + lk[extents[d]]
-        return idx
-
 
 @functools.cache
 def window_table(axis: Axis, sizes: tuple[int, ...]) -> WindowTable:
     return WindowTable(axis, sizes)
 
 
-@dataclass
-class TensorTiles:
-    """One tensor's tiles at a stack of levels, [n, B] each: the WindowTable row of each
-    multi-term axis, the product of their sum-set sizes, that of the single-term extents, and
-    the tile's words (per instance: their product)."""
+@dataclass(frozen=True)
+class PackedTables:
+    """A problem's tensors, axes and window tables packed into the flat arrays the counting kernel
+    (costmodel.count_kernel) reads: ``idx``/``sizes`` the active dims; per tensor ``tinfo`` [T, 6]
+    (is output, elements, #single-term dims, #free dims, #window axes, whether it uses any dim)
+    and ``tdims`` [T, 4, D] (its single-term dims, the other ("free") dims, a used-dim mask, a
+    window-dim mask); per window axis k its terms (``ax_n``, ``ax_coef``, ``ax_dim``), ``ax_span``
+    and WindowTable: sizes and overlaps flattened (``tsize``/``tover`` from ``*_off``) and the
+    divisor lookups of each term (``lk`` from ``lk_off``, with ``radix``)."""
 
-    rows: list[np.ndarray]
-    multi: np.ndarray
-    single: np.ndarray
-    words: np.ndarray
-
-
-def tensor_tiles(axes: tuple[Axis, ...], sizes: tuple[int, ...], ext: np.ndarray) -> TensorTiles:
-    """Tiles of a tensor with ``axes`` from dimension extents ``ext`` [n, D, B] (n levels at once:
-    a few whole-stack operations where a loop over levels repeats them per level)."""
-    by_dim = ext.transpose(1, 0, 2)  # [D, n, B]: the layout WindowTable.row reads
-    rows, multi = [], np.ones((ext.shape[0], ext.shape[2]), np.int64)
-    for ax in axes:
-        if not ax.single:
-            tab = window_table(ax, sizes)
-            rows.append(tab.row(by_dim))
-            multi = multi * tab.size[rows[-1]]
-    single = np.ones_like(multi)
-    for ax in axes:
-        if ax.single:
-            single = single * by_dim[ax.terms[0][1]]
-    return TensorTiles(rows, multi, single, multi * single)
+    idx: np.ndarray
+    sizes: np.ndarray
+    tinfo: np.ndarray
+    tdims: np.ndarray
+    ax_n: np.ndarray
+    ax_coef: np.ndarray
+    ax_dim: np.ndarray
+    ax_span: np.ndarray
+    tsize: np.ndarray
+    tsize_off: np.ndarray
+    tover: np.ndarray
+    tover_off: np.ndarray
+    lk: np.ndarray
+    lk_off: np.ndarray
+    radix: np.ndarray
 
 
-def tile_words(problem: Problem, batch, geo: Geometry | None = None) -> np.ndarray:
+@functools.cache
+def packed_tables(problem: Problem) -> PackedTables:
+    shape = shape_of(problem)
+    n_d, n_t = len(shape.sizes), len(shape.axes)
+    windows = [[ax for ax in axes if not ax.single] for axes in shape.axes]
+    n_k = max([len(w) for w in windows] + [1])
+    n_terms = max([len(ax.terms) for w in windows for ax in w] + [1])
+    tinfo, tdims = np.zeros((n_t, 6), np.int64), np.zeros((n_t, 4, n_d), np.int64)
+    ax_n, ax_span = np.zeros((n_t, n_k), np.int64), np.zeros((n_t, n_k), np.int64)
+    ax_coef, ax_dim = np.zeros((n_t, n_k, n_terms), np.int64), np.zeros((n_t, n_k, n_terms), np.int64)
+    tsize_off, tover_off = np.zeros((n_t, n_k), np.int64), np.zeros((n_t, n_k), np.int64)
+    lk_off, radix = np.zeros((n_t, n_k, n_terms), np.int64), np.ones((n_t, n_k, n_terms), np.int64)
+    tsize, tover, lookups = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)], [np.zeros(1, np.int64)]
+    n_size = n_over = n_lk = 1
+    for ti, axes in enumerate(shape.axes):
+        t = problem.tensors[ti]
+        st = [ax.terms[0][1] for ax in axes if ax.single]
+        free = [e for e in range(n_d) if e not in st]
+        used = sorted({e for ax in axes for _, e in ax.terms})
+        tinfo[ti] = [t.is_output, problem.tensor_elements(t.name), len(st), len(free), len(windows[ti]), bool(used)]
+        tdims[ti, 0, :len(st)], tdims[ti, 1, :len(free)] = st, free
+        tdims[ti, 2, used] = 1
+        for k, ax in enumerate(windows[ti]):
+            tab = window_table(ax, shape.sizes)
+            ax_n[ti, k], ax_span[ti, k] = len(ax.terms), tab.span
+            tdims[ti, 3, [e for _, e in ax.terms]] = 1
+            for j, (cf, e) in enumerate(ax.terms):
+                ax_coef[ti, k, j], ax_dim[ti, k, j] = cf, e
+                lk_off[ti, k, j], radix[ti, k, j] = n_lk, tab.radix[j]
+                lookups.append(tab.lookup[j])
+                n_lk += len(tab.lookup[j])
+            tsize_off[ti, k], tover_off[ti, k] = n_size, n_over
+            tsize.append(tab.size)
+            tover.append(tab.overlap.ravel())
+            n_size, n_over = n_size + tab.size.size, n_over + tab.overlap.size
+    return PackedTables(np.array(shape.active, np.int64), np.array(shape.sizes, np.int64), tinfo, tdims, ax_n,
+                        ax_coef, ax_dim, ax_span, np.concatenate(tsize), tsize_off, np.concatenate(tover), tover_off,
+                        np.concatenate(lookups), lk_off, radix)
+
+
+def tile_words(problem: Problem, batch) -> np.ndarray:
     """[B, L, T] words of each tensor's tile at each level (per instance), kept or not; level 0
     holds the whole tensor. Reads only ``batch.temporal``, ``.spatial_x`` and ``.spatial_y``."""
-    shape = shape_of(problem)
-    geo = geo or Geometry.of(batch, shape)
-    n_lv, _, b = geo.t.shape
-    out = np.ones((n_lv, len(problem.tensors), b), np.int64)
-    ext = geo.suffix[3:3 * n_lv:3]  # levels 1..L-1
-    for ti, axes in enumerate(shape.axes):
-        out[0, ti] = problem.tensor_elements(problem.tensors[ti].name)
-        out[1:, ti] = tensor_tiles(axes, shape.sizes, ext).words
+    from costmodel import count_kernel
+
+    pk = packed_tables(problem)
+    b, n_lv, _ = batch.temporal.shape
+    out = np.empty((n_lv, len(problem.tensors), b), np.int64)
+    count_kernel.tile_words(batch.temporal, batch.spatial_x, batch.spatial_y, pk.idx, pk.tinfo, pk.tdims,
+                            pk.ax_n, pk.ax_dim, pk.tsize, pk.tsize_off, pk.lk, pk.lk_off, pk.radix, out)
     return out.transpose(2, 0, 1)

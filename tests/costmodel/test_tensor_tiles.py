@@ -1,18 +1,16 @@
-"""tensor_tiles: a tensor's tile words at a stack of levels equal the sizes of its index sets."""
+"""tile_words: a tensor's tile words at every level equal the sizes of its index sets."""
 
 from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
 from costmodel import problem as P
 from costmodel.arch import load_architecture
 from costmodel.random_mappings import random_mappings
-from costmodel.tiles import Geometry, shape_of, tensor_tiles, window_table
+from costmodel.tiles import shape_of, tile_words
 
 
-def _tile_size(axes, ext: np.ndarray) -> int:
+def _tile_size(axes, ext: list[int]) -> int:
     """Elements of a tile whose dims run over 0..ext-1, by enumerating each axis's values."""
     size = 1
     for ax in axes:
@@ -22,18 +20,16 @@ def _tile_size(axes, ext: np.ndarray) -> int:
     return size
 
 
-def test_tensor_tiles_against_sets():
+def test_tile_words_against_sets():
     prob = P.conv2d(4, 6, 11, 11, kernel=3, stride=2, dilation=2, padding=1)
     arch = load_architecture("eyeriss_like")
     shape = shape_of(prob)
     batch = random_mappings(prob, arch, 20, seed=3)
-    geo = Geometry.of(batch, shape)
-    ext = geo.suffix[0::3]  # every level, and the MACs
-    for axes in shape.axes:
-        tiles = tensor_tiles(axes, shape.sizes, ext)
-        assert np.array_equal(tiles.words, tiles.multi * tiles.single)
-        for k, ax in enumerate(ax for ax in axes if not ax.single):
-            tab = window_table(ax, shape.sizes)
-            assert np.array_equal(tab.row(ext[2]), tiles.rows[k][2])
-        for lv, i in itertools.product(range(len(ext)), range(len(batch))):
-            assert tiles.words[lv, i] == _tile_size(axes, ext[lv, :, i])
+    words = tile_words(prob, batch)  # [B, L, T]
+    f = (batch.temporal * batch.spatial_x * batch.spatial_y)[:, :, list(shape.active)]  # [B, L, D]
+    for i, lv in itertools.product(range(len(batch)), range(1, len(arch.levels))):
+        ext = f[i, lv:].prod(axis=0).tolist()  # each dim's extent in a tile at that level
+        for ti, axes in enumerate(shape.axes):
+            assert words[i, lv, ti] == _tile_size(axes, ext)
+    for ti, t in enumerate(prob.tensors):
+        assert (words[:, 0, ti] == prob.tensor_elements(t.name)).all()
