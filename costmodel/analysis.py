@@ -114,6 +114,8 @@ class _Plan:
         fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
         flags = np.array([[lv.multicast and f for lv, f in zip(arch.levels, fan)],
                           [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)]], np.int64)
+        if 3 + t.ax_coef.shape[2] * (2 + 6 * len(arch.levels)) > 1024:  # the kernel's longest memo key
+            raise ValueError(f"{len(arch.levels)} levels: too many for the counting kernel's memo keys")
         self.packed = (t.idx, t.sizes, flags, t.tinfo, t.tdims, t.ax_n, t.ax_coef, t.ax_dim, t.ax_span, t.tsize,
                        t.tsize_off, t.tover, t.tover_off, t.lk, t.lk_off, t.radix)
         self.memo = _Memo()

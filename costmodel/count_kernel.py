@@ -5,7 +5,7 @@ Why compiled: per mapping the closed forms are a few hundred integer operations 
 pass streams temporaries through memory); a compiled loop keeps one mapping's tables in L1 cache.
 
 The window statistics that need an enumeration (the sum-set size of a window axis over some
-digits, and the stability row of merged children, see costmodel.tiles) are memoized per counting
+digits, and the stability row of merged children, see docs/semantics.md) are memoized per counting
 plan in an open-addressing hash table keyed by the exact digit pattern. Keys are compared in full,
 so a hash collision costs a probe, never a wrong count. When a table is full the kernel stops
 before the mapping that needs room and returns its index; the caller grows the tables and resumes.
@@ -21,7 +21,8 @@ SUMSET, MERGED = 1, 2  # the first word of a memo key
 
 # odd multipliers for the hash: a sum of products has no chain of dependent steps, unlike a
 # byte-wise mix (keys are compared in full, so its quality only sets the number of probes)
-_MULT = np.random.default_rng(20261204).integers(1, 2**62, size=256, dtype=np.int64) | 1
+# (as many as the longest key: 3 + terms x (2 + 2 x slots) words, checked in costmodel.analysis._Plan)
+_MULT = np.random.default_rng(20261204).integers(1, 2**62, size=1024, dtype=np.int64) | 1
 
 
 @njit(cache=True)
@@ -227,11 +228,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
     """Counts of mappings start.. of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
     [B, L, T] and [B]). Returns the index of the first mapping not counted (B when all are).
 
-    The plan (costmodel.analysis._Packed): ``idx``/``sizes`` the active dims; ``flags`` [2, L]
-    multicast / reduction networks that merge; per tensor ``tinfo`` [T, 6] (is output, elements,
-    #single-term dims, #free dims, #window axes, whether Timeloop's merging excludes used dims)
-    and ``tdims`` [T, 4, D] (single-term dims, free dims, used-dim mask, window-dim mask); per
-    window axis its terms, span and WindowTable (sizes, overlaps, divisor lookups)."""
+    The plan (costmodel.analysis._Plan.packed) is costmodel.tiles.PackedTables's arrays with
+    ``flags`` [2, L] after ``sizes``: the multicast / reduction networks that merge."""
     b_n, n_lv, d_all = tem.shape
     n_t = keep.shape[2]
     d_n = idx.shape[0]
