@@ -226,7 +226,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
           slots, keys, ent, rows, fill, start,
           fills, reads, updates, hops, words, steps):
     """Counts of mappings start.. of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
-    [B, L, T] and [B]). Returns the index of the first mapping not counted (B when all are).
+    [B, L, T] and [B]). Returns the index of the first mapping not counted (B when all are), or
+    -(i + 1) when mapping i's ranks are not a permutation per level (nothing is counted then).
 
     The plan (costmodel.analysis._Plan.packed) is costmodel.tiles.PackedTables's arrays with
     ``flags`` [2, L] after ``sizes``: the multicast / reduction networks that merge."""
@@ -291,6 +292,16 @@ def count(tem, spx, spy, rank, keep, timeloop,
                 for t in range(n_t):
                     for j in range(nb):
                         g_k[j, m, t] = keep[b + j, m, t]
+                # each level's ranks must be a permutation of 0..D-1 (the loop order)
+                for j in range(nb):
+                    seen = 0
+                    for di in range(d_all):
+                        r = rank[b + j, m, di]
+                        if r < 0 or r >= d_all:
+                            return -(b + j) - 1
+                        seen |= 1 << r
+                    if seen != (1 << d_all) - 1:
+                        return -(b + j) - 1
         for i in range(4):
             for m in range(n_lv):
                 for t in range(n_t):

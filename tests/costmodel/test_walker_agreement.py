@@ -92,9 +92,10 @@ def test_single_mac_problem():
     assert acc.updates[0].tolist() == [[0, 0, 1], [0, 0, 1]]
 
 
-def test_order_must_be_a_permutation():
+@pytest.mark.parametrize("bad", [0, 1500])  # every mapping is checked, not a sample
+def test_order_must_be_a_permutation(bad):
     prob, arch, m = _case(5)
-    batch = MappingBatch.from_mappings([m], prob, arch)
-    batch.order[0, 0, :] = 0
-    with pytest.raises(ValueError, match="permutation"):
+    batch = MappingBatch.from_mappings([m] * 1600, prob, arch)
+    batch.order[bad, 0, :] = 0
+    with pytest.raises(ValueError, match=f"mapping {bad}: .*permutation"):
         access_counts(prob, arch, batch)
