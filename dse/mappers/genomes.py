@@ -17,6 +17,7 @@ import numpy as np
 from costmodel.evaluate import evaluate_batch
 from costmodel.mapping import MappingBatch
 from dse.mappers.result import take_last
+from dse.mappers.seen import SeenTable, hashes
 
 if TYPE_CHECKING:
     from dse.mappers.search_state import SearchState
@@ -58,8 +59,7 @@ class Evaluator:
                  eval_kw: dict[str, Any], victory: int | None = None) -> None:
         self.ms, self.state, self.budget, self.deadline, self.eval_kw = ms, state, budget, deadline, eval_kw
         self.victory = victory
-        self.seen = np.zeros(0, np.int64)  # sorted hashes of the candidates evaluated so far
-        self.seen_score = np.zeros(0)  # and their scores
+        self.seen = SeenTable()  # the hashes of the candidates evaluated so far, with their scores
         self._salt = np.random.default_rng(12345).integers(1, 2**62, size=4096, dtype=np.int64) | 1
 
     def left(self) -> int:
@@ -79,20 +79,18 @@ class Evaluator:
     def __call__(self, g: Genomes, reuse: bool = False) -> np.ndarray:
         """Scores of valid, not yet seen candidates (others +inf), within the budget; with ``reuse``,
         candidates seen before get their earlier score (without counting as evaluations)."""
-        ms, n = self.ms, len(g)
+        n = len(g)
         scores = np.full(n, np.inf)
         if not n:
             return scores
-        uniq, first, inv = _distinct(self._hash(g, ms.active(g.rows)))
-        known, per_hash = self._lookup(uniq)
-        unseen = np.nonzero(~known)[0]
-        by_index = np.argsort(first[unseen])
-        slot, new = unseen[by_index], first[unseen][by_index]  # first candidates of unseen hashes
+        h = self._hash(g)
+        first, known = self.seen.scan(h)
+        new = np.nonzero(first == np.arange(n))[0]  # the first candidates of unseen hashes
         if new.size:  # only candidates never seen are checked
             done, done_scores = self._evaluate(g, new)
-            scores[new[done]] = per_hash[slot[done]] = done_scores
-            self._remember(uniq[slot[done]], done_scores)
-        return per_hash[inv] if reuse else scores
+            scores[new[done]] = done_scores
+            self.seen.add(h[new[done]], done_scores)
+        return np.where(first >= 0, scores[first], known) if reuse else scores
 
     def _evaluate(self, g: Genomes, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Scores the valid ones of candidates ``new`` within the budget. Returns the positions in
@@ -115,53 +113,7 @@ class Evaluator:
         done[sp[run]] = True
         return np.nonzero(done)[0], out[done]
 
-    def _hash(self, g: Genomes, active: np.ndarray) -> np.ndarray:
-        """A 64-bit hash of each candidate's canonical form (a collision only skips one candidate);
-        the ranks are permutations of each level's dims."""
-        n, n_lv, n_d = g.ranks.shape
-        # factor-1 loops order nothing: the others are numbered 1, 2... in their order (counting the
-        # active loops at ranks up to theirs in a bitmask of ranks), the factor-1 ones 0, so equal
-        # nests hash equal. Dims-first [L, D, P] arrays of small integers: the reductions over dims
-        # are then elementwise, and the temporaries small
-        act = active.transpose(1, 2, 0)  # [L, D, P]
-        one = np.min_scalar_type(1 << n_d).type(1)  # the smallest unsigned type for a bit per rank
-        bit = np.left_shift(one, np.ascontiguousarray(g.ranks.transpose(1, 2, 0), dtype=np.uint8))
-        on = np.bitwise_or.reduce(bit * act, axis=1, keepdims=True)
-        canon = np.bitwise_count(on & (((bit << one) - one) * act))
-        salt = self._salt
-        with np.errstate(over="ignore"):  # the dot product of [rows, canon, keep] with the salt
-            return (g.rows @ salt[:n_d] + salt[n_d:n_d * (n_lv + 1)] @ canon.reshape(n_lv * n_d, n)
-                    + g.keep * salt[n_d * (n_lv + 1)])
-
-    def _remember(self, h: np.ndarray, scores: np.ndarray) -> None:
-        """Adds the never seen hashes ``h`` with their scores: a merge of two sorted arrays (what
-        ``np.insert`` does, without its generality, which cost more than the merge)."""
-        order = np.argsort(h)
-        at = np.searchsorted(self.seen, h[order]) + np.arange(len(h))  # their places in the merged array
-        old = np.ones(len(self.seen) + len(h), bool)
-        old[at] = False
-        seen, seen_score = np.empty(len(old), np.int64), np.empty(len(old))
-        seen[at], seen[old] = h[order], self.seen
-        seen_score[at], seen_score[old] = scores[order], self.seen_score
-        self.seen, self.seen_score = seen, seen_score
-
-    def _lookup(self, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Whether each of the sorted hashes ``h`` was seen, and its score then (+inf if not)."""
-        if not len(self.seen):
-            return np.zeros(len(h), bool), np.full(len(h), np.inf)
-        at = np.minimum(np.searchsorted(self.seen, h), len(self.seen) - 1)
-        known = self.seen[at] == h
-        return known, np.where(known, self.seen_score[at], np.inf)
-
-
-def _distinct(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct values of ``h`` sorted, the index of the first entry of each, and each entry's
-    position among them (sorted needles also make the lookups in the seen hashes faster)."""
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
-    head = np.empty(len(h), bool)
-    head[0] = True
-    np.not_equal(hs[1:], hs[:-1], out=head[1:])
-    inv = np.empty(len(h), np.int64)
-    inv[order] = np.cumsum(head) - 1
-    return hs[head], order[head], inv
+    def _hash(self, g: Genomes) -> np.ndarray:
+        """A 64-bit hash of each candidate's canonical form (a collision only skips one candidate)."""
+        ms = self.ms
+        return hashes(g.rows, g.ranks, g.keep, ms.row_levels, ms.row_offset, self._salt)

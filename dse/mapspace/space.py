@@ -125,7 +125,10 @@ class Mapspace:
         self.tables = [self._dim_table(di) for di in range(len(self.dims))]
         # [level, kind] of each table's columns: decode sets all of a table's columns at once
         self._slot_at = [np.array(t.slots, dtype=np.intp).reshape(-1, 2).T for t in self.tables]
-        self._row_offset, self._group_starts, self._group_spatial = _all_groups(self.tables)
+        # the rows of table d are numbered from row_offset[d] in the arrays of all the tables' rows
+        self.row_offset, self._group_starts, self._group_spatial = _all_groups(self.tables)
+        # each row's temporal_levels (a search hashes candidates by their active loops, not decoded)
+        self.row_levels = np.concatenate([t.temporal_levels for t in self.tables]).astype(np.int64)
         self.inner_orders = tuple(tuple(self.dims.index(d) for d in c.order) for c in self.constraints)
         self.keep_options = self._keep_options()
         self.usable = np.array([np.iinfo(np.int64).max if lv.capacity_words is None else
@@ -289,19 +292,11 @@ class Mapspace:
                 out[k, :, li, di] = f
         return out[0], out[1], out[2]
 
-    def active(self, rows: np.ndarray) -> np.ndarray:
-        """[C, L, D]: ``decode(rows)[0] > 1``, from the tables' per-row masks (a search hashes every
-        candidate by its active loops but decodes only the ones it has not seen). A view of an
-        [L, D, C] array: built dims first, in small integers, it costs a quarter of the [C, L, D] one."""
-        bits = np.stack([t.temporal_levels[rows[:, di]] for di, t in enumerate(self.tables)])  # [D, C]
-        shift = np.arange(self.n_levels, dtype=np.uint8)[:, None, None]
-        return ((bits >> shift) & 1).astype(bool).transpose(2, 0, 1)
-
     def spatial_ok(self, rows: np.ndarray) -> np.ndarray:
         """[C]: tilings given as table rows [C, D] fit every fan-out, from the spatial factors of the
         rows' groups (a search checks this before it decodes anything): one lookup in all the
         tables' groups at once, in [D, C] arrays (products over a short last axis are slow)."""
-        group = np.searchsorted(self._group_starts, rows.T + self._row_offset[:, None], side="right") - 1
+        group = np.searchsorted(self._group_starts, rows.T + self.row_offset[:, None], side="right") - 1
         ok = np.ones(len(rows), bool)
         for factors, (_, _, cap) in zip(self._group_spatial, self.fanouts):
             ok &= factors[group].prod(axis=0) <= cap
