@@ -97,13 +97,13 @@ def _sumset(a, b):
 
 @njit(cache=True)
 def _sumset_size(key, n_terms, coefs):
-    """|{Σ c_m v_m}| for the key [SUMSET, t, k, then per term: #digits, (w, f) pairs]."""
+    """|{Σ c_m v_m}| for the key [SUMSET, t, k, then per term: 0, #digits, (w, f) pairs]."""
     vals = np.zeros(1, np.int64)
     p = 3
     for m in range(n_terms):
-        nd = key[p]
-        vals = _sumset(vals, _digit_values(key, p + 1, nd, coefs[m]))
-        p += 1 + 2 * nd
+        nd = key[p + 1]
+        vals = _sumset(vals, _digit_values(key, p + 2, nd, coefs[m]))
+        p += 2 + 2 * nd
     return vals.shape[0]
 
 
@@ -174,6 +174,39 @@ def _memo(key, n, n_terms, coefs, span, slots, keys, ent, rows, used):
     used[1] += n + 1
     used[2] += width
     return e
+
+
+@njit(cache=True)
+def _put_term(key, p, lead, f, w, e, sel):
+    """One term of a memo key at key[p]: ``lead``, the number of digits, then the (place value,
+    factor) of each digit of dim ``e`` in the slots ``sel`` whose factor is above 1. Returns the
+    position after it."""
+    key[p] = lead
+    nd = 0
+    for s in range(sel.shape[0]):
+        if sel[s] and f[s, e] > 1:
+            key[p + 2 + 2 * nd] = w[s, e]
+            key[p + 3 + 2 * nd] = f[s, e]
+            nd += 1
+    key[p + 1] = nd
+    return p + 2 + 2 * nd
+
+
+@njit(cache=True)
+def _merge_factors(mask, xy, excl_used, used, mf):
+    """Into ``mf`` [D]: the product of the spatial factors of the networks in ``mask`` (bits of
+    levels), per dim; Timeloop's model (``excl_used``) merges only the dims the tensor does not
+    use. Returns their product (merged children per group)."""
+    pm = 1
+    for d in range(mf.shape[0]):
+        v = 1
+        if not (excl_used and used[d]):
+            for m in range(xy.shape[0]):
+                if (mask >> m) & 1:
+                    v *= xy[m, d]
+        mf[d] = v
+        pm *= v
+    return pm
 
 
 @njit(cache=True)
@@ -262,6 +295,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
     stamp = np.full((2, n_masks), -1, np.int64)
     key = np.zeros(3 + max_terms * (2 + 2 * n_s), np.int64)
     mrow = np.zeros(max_k, np.int64)
+    sel = np.zeros(n_s, np.bool_)  # the slots whose digits go into a memo key
     link_id = 0
 
     blk = 64
@@ -428,42 +462,23 @@ def count(tem, spx, spy, rank, keep, timeloop,
                         if stamp[0, mask] != link_id:
                             stamp[0, mask] = link_id
                             # ---- entries: new elements of the merged children over the steps
-                            for d in range(d_n):
-                                mf[d] = 1
-                            for m in range(x, c):
-                                if (mask >> m) & 1:
-                                    for d in range(d_n):
-                                        mf[d] *= xy[m, d]
-                            if excl_used:
-                                for d in range(d_n):
-                                    if tdims[ti, 2, d]:
-                                        mf[d] = 1
-                            pm = 1
+                            pm = _merge_factors(mask, xy, excl_used, tdims[ti, 2], mf)
                             split = False
                             for d in range(d_n):
-                                pm *= mf[d]
                                 split = split or (tdims[ti, 3, d] != 0 and mf[d] > 1)
                             u_st = single[c]
                             for i in range(st_n):
                                 u_st *= mf[tdims[ti, 0, i]]
                             u_mt = multi[c]
                             if split:
+                                for s in range(n_s):  # the merged networks' spatial digits
+                                    sel[s] = s % 3 != 0 and (mask >> (s // 3)) & 1 != 0
                                 for k in range(n_mt):
                                     key[0], key[1], key[2] = MERGED, ti, k
                                     p = 3
                                     for term in range(ax_n[ti, k]):
                                         e = ax_dim[ti, k, term]
-                                        key[p] = suf[3 * c, e]
-                                        nd = 0
-                                        for m in range(x, c):
-                                            if (mask >> m) & 1:
-                                                for s in range(3 * m + 1, 3 * m + 3):
-                                                    if f[s, e] > 1:
-                                                        key[p + 2 + 2 * nd] = w[s, e]
-                                                        key[p + 3 + 2 * nd] = f[s, e]
-                                                        nd += 1
-                                        key[p + 1] = nd
-                                        p += 2 + 2 * nd
+                                        p = _put_term(key, p, suf[3 * c, e], f, w, e, sel)
                                     en = _memo(key, p, ax_n[ti, k], ax_coef[ti, k], ax_span[ti, k],
                                                slots, keys, ent, rows, fill)
                                     if en < 0:
@@ -499,38 +514,18 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             # as never written)
                             if stamp[1, mask] != link_id:
                                 stamp[1, mask] = link_id
-                                for d in range(d_n):
-                                    mf[d] = 1
-                                for m in range(x, c):
-                                    if (mask >> m) & 1:
-                                        for d in range(d_n):
-                                            mf[d] *= xy[m, d]
-                                if excl_used:
-                                    for d in range(d_n):
-                                        if tdims[ti, 2, d]:
-                                            mf[d] = 1
-                                pm = 1
-                                for d in range(d_n):
-                                    pm *= mf[d]
-                                dv = sp_above[c] // pm
+                                dv = sp_above[c] // _merge_factors(mask, xy, excl_used, tdims[ti, 2], mf)
                                 for i in range(st_n):
                                     e = tdims[ti, 0, i]
                                     dv *= sizes[e] // (above[c, e] // mf[e])
+                                for s in range(n_s):  # all digits but the unmerged spatial ones above c
+                                    m = s // 3
+                                    sel[s] = s % 3 == 0 or m >= c or ((mask >> m) & 1 != 0 and not timeloop)
                                 for k in range(n_mt):
                                     key[0], key[1], key[2] = SUMSET, ti, k
                                     p = 3
                                     for term in range(ax_n[ti, k]):
-                                        e = ax_dim[ti, k, term]
-                                        nd = 0
-                                        for s in range(n_s):
-                                            m = s // 3
-                                            if (s % 3 == 0 or m >= c or ((mask >> m) & 1 and not timeloop)) \
-                                                    and f[s, e] > 1:
-                                                key[p + 1 + 2 * nd] = w[s, e]
-                                                key[p + 2 + 2 * nd] = f[s, e]
-                                                nd += 1
-                                        key[p] = nd
-                                        p += 1 + 2 * nd
+                                        p = _put_term(key, p, 0, f, w, ax_dim[ti, k, term], sel)
                                     en = _memo(key, p, ax_n[ti, k], ax_coef[ti, k], ax_span[ti, k],
                                                slots, keys, ent, rows, fill)
                                     if en < 0:
