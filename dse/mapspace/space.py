@@ -27,6 +27,7 @@ from costmodel.mapping import MappingBatch
 from costmodel.problem import Problem
 from costmodel.tiles import tile_words
 from dse.mapspace import constraints as cons
+from dse.mapspace import kernels
 from dse.mapspace.factorizations import count_ordered_factorizations, ordered_factorizations
 from dse.mapspace.orders import dim_roles, ranks_for
 
@@ -123,8 +124,15 @@ class Mapspace:
                         for k, cap in ((1, lv.fanout_x), (2, lv.fanout_y)) if cap > 1]
         self._caps = np.array([cap for _, _, cap in self.fanouts], dtype=np.int64)
         self.tables = [self._dim_table(di) for di in range(len(self.dims))]
-        # [level, kind] of each table's columns: decode sets all of a table's columns at once
-        self._slot_at = [np.array(t.slots, dtype=np.intp).reshape(-1, 2).T for t in self.tables]
+        # the tables and where their columns and fixed factors go, for the decoding kernel
+        self._table_arrays = tuple(t.table for t in self.tables)
+        n_slots = max(len(t.slots) for t in self.tables)
+        slot_at = np.zeros((2, len(self.tables), n_slots), dtype=np.int64)  # [level / kind, D, slots]
+        for di, t in enumerate(self.tables):
+            slot_at[:, di, :len(t.slots)] = np.array(t.slots, dtype=np.int64).reshape(-1, 2).T
+        self._slot_level, self._slot_kind = slot_at
+        self._fixed = np.array([(di, li, k, f) for di, t in enumerate(self.tables) for li, k, f in t.fixed],
+                               dtype=np.int64).reshape(-1, 4)
         # the rows of table d are numbered from row_offset[d] in the arrays of all the tables' rows
         self.row_offset, self._group_starts, self._group_spatial = _all_groups(self.tables)
         # each row's temporal_levels (a search hashes candidates by their active loops, not decoded)
@@ -285,22 +293,13 @@ class Mapspace:
             out = np.ones((3, *shape, c), dtype=np.int64).transpose(0, 3, 1, 2)
         else:
             out = np.ones((3, c, *shape), dtype=np.int64)
-        for di, t in enumerate(self.tables):
-            levels, kinds = self._slot_at[di]
-            out[kinds, :, levels, di] = t.table[rows[:, di]].T
-            for li, k, f in t.fixed:
-                out[k, :, li, di] = f
+        kernels.decode_into(out, rows, self._table_arrays, self._slot_level, self._slot_kind, self._fixed)
         return out[0], out[1], out[2]
 
     def spatial_ok(self, rows: np.ndarray) -> np.ndarray:
         """[C]: tilings given as table rows [C, D] fit every fan-out, from the spatial factors of the
-        rows' groups (a search checks this before it decodes anything): one lookup in all the
-        tables' groups at once, in [D, C] arrays (products over a short last axis are slow)."""
-        group = np.searchsorted(self._group_starts, rows.T + self.row_offset[:, None], side="right") - 1
-        ok = np.ones(len(rows), bool)
-        for factors, (_, _, cap) in zip(self._group_spatial, self.fanouts):
-            ok &= factors[group].prod(axis=0) <= cap
-        return ok
+        rows' groups (a search checks this before it decodes anything)."""
+        return kernels.spatial_ok(rows, self.row_offset, self._group_starts, self._group_spatial, self._caps)
 
     def kept_words(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
         """[C, K, L]: words tiling c keeps at each level with keep option k."""
