@@ -176,15 +176,19 @@ def _memo(key, n, n_terms, coefs, span, slots, keys, ent, rows, used):
     return e
 
 
-@njit(cache=True)
-def _put_term(key, p, lead, f, w, e, sel):
+@njit(cache=True, inline='always')
+def _put_term(key, p, lead, f, w, e, lo, hi, mask, c, all_digits):
     """One term of a memo key at key[p]: ``lead``, the number of digits, then the (place value,
-    factor) of each digit of dim ``e`` in the slots ``sel`` whose factor is above 1. Returns the
-    position after it."""
+    factor) of each digit of dim ``e`` among slots lo..hi-1 whose factor is above 1: the spatial
+    digits of the networks in ``mask``, or with ``all_digits`` every digit but the spatial ones
+    of levels above ``c`` outside ``mask``. Returns the position after it."""
     key[p] = lead
     nd = 0
-    for s in range(sel.shape[0]):
-        if sel[s] and f[s, e] > 1:
+    for s in range(lo, hi):
+        m, kind = s // 3, s % 3
+        merged = (mask >> m) & 1 != 0
+        chosen = (kind == 0 or m >= c or merged) if all_digits else (kind != 0 and merged)
+        if chosen and f[s, e] > 1:
             key[p + 2 + 2 * nd] = w[s, e]
             key[p + 3 + 2 * nd] = f[s, e]
             nd += 1
@@ -192,24 +196,26 @@ def _put_term(key, p, lead, f, w, e, sel):
     return p + 2 + 2 * nd
 
 
-@njit(cache=True)
-def _merge_factors(mask, xy, excl_used, used, mf):
+@njit(cache=True, inline='always')
+def _merge_factors(mask, lo, hi, xy, excl_used, tdims, ti, mf):
     """Into ``mf`` [D]: the product of the spatial factors of the networks in ``mask`` (bits of
-    levels), per dim; Timeloop's model (``excl_used``) merges only the dims the tensor does not
-    use. Returns their product (merged children per group)."""
-    pm = 1
+    levels lo..hi-1), per dim; Timeloop's model (``excl_used``) merges only the dims tensor ``ti``
+    does not use. Returns their product (merged children per group) and whether they split a
+    window dim of the tensor."""
+    pm, split = 1, False
     for d in range(mf.shape[0]):
         v = 1
-        if not (excl_used and used[d]):
-            for m in range(xy.shape[0]):
+        if not (excl_used and tdims[ti, 2, d]):
+            for m in range(lo, hi):
                 if (mask >> m) & 1:
                     v *= xy[m, d]
         mf[d] = v
         pm *= v
-    return pm
+        split = split or (tdims[ti, 3, d] != 0 and v > 1)
+    return pm, split
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _tab_row(ti, k, suf, s, ax_n, ax_dim, lk, lk_off, radix):
     r = 0
     for term in range(ax_n[ti, k]):
@@ -295,7 +301,6 @@ def count(tem, spx, spy, rank, keep, timeloop,
     stamp = np.full((2, n_masks), -1, np.int64)
     key = np.zeros(3 + max_terms * (2 + 2 * n_s), np.int64)
     mrow = np.zeros(max_k, np.int64)
-    sel = np.zeros(n_s, np.bool_)  # the slots whose digits go into a memo key
     link_id = 0
 
     blk = 64
@@ -462,23 +467,18 @@ def count(tem, spx, spy, rank, keep, timeloop,
                         if stamp[0, mask] != link_id:
                             stamp[0, mask] = link_id
                             # ---- entries: new elements of the merged children over the steps
-                            pm = _merge_factors(mask, xy, excl_used, tdims[ti, 2], mf)
-                            split = False
-                            for d in range(d_n):
-                                split = split or (tdims[ti, 3, d] != 0 and mf[d] > 1)
+                            pm, split = _merge_factors(mask, x, c, xy, excl_used, tdims, ti, mf)
                             u_st = single[c]
                             for i in range(st_n):
                                 u_st *= mf[tdims[ti, 0, i]]
                             u_mt = multi[c]
                             if split:
-                                for s in range(n_s):  # the merged networks' spatial digits
-                                    sel[s] = s % 3 != 0 and (mask >> (s // 3)) & 1 != 0
                                 for k in range(n_mt):
                                     key[0], key[1], key[2] = MERGED, ti, k
                                     p = 3
                                     for term in range(ax_n[ti, k]):
                                         e = ax_dim[ti, k, term]
-                                        p = _put_term(key, p, suf[3 * c, e], f, w, e, sel)
+                                        p = _put_term(key, p, suf[3 * c, e], f, w, e, 3 * x, 3 * c, mask, c, False)
                                     en = _memo(key, p, ax_n[ti, k], ax_coef[ti, k], ax_span[ti, k],
                                                slots, keys, ent, rows, fill)
                                     if en < 0:
@@ -514,18 +514,16 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             # as never written)
                             if stamp[1, mask] != link_id:
                                 stamp[1, mask] = link_id
-                                dv = sp_above[c] // _merge_factors(mask, xy, excl_used, tdims[ti, 2], mf)
+                                dv = sp_above[c] // _merge_factors(mask, x, c, xy, excl_used, tdims, ti, mf)[0]
                                 for i in range(st_n):
                                     e = tdims[ti, 0, i]
                                     dv *= sizes[e] // (above[c, e] // mf[e])
-                                for s in range(n_s):  # all digits but the unmerged spatial ones above c
-                                    m = s // 3
-                                    sel[s] = s % 3 == 0 or m >= c or ((mask >> m) & 1 != 0 and not timeloop)
+                                dmask = 0 if timeloop else mask  # Timeloop's model: no merged digits in a group's set
                                 for k in range(n_mt):
                                     key[0], key[1], key[2] = SUMSET, ti, k
                                     p = 3
                                     for term in range(ax_n[ti, k]):
-                                        p = _put_term(key, p, 0, f, w, ax_dim[ti, k, term], sel)
+                                        p = _put_term(key, p, 0, f, w, ax_dim[ti, k, term], 0, n_s, dmask, c, True)
                                     en = _memo(key, p, ax_n[ti, k], ax_coef[ti, k], ax_span[ti, k],
                                                slots, keys, ent, rows, fill)
                                     if en < 0:
