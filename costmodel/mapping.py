@@ -333,8 +333,9 @@ class MappingBatch:
         dims, tensors = problem.dim_names, [t.name for t in problem.tensors]
         n_lv = len(arch.levels)
         b = len(mappings)
-        # filled as contiguous [L, X, B] and handed over as [B, L, X] views: batch-last is the
-        # layout costmodel.analysis works in (about 2x faster than C-order [B, L, X])
+        # filled as contiguous [L, X, B] and handed over as [B, L, X] views: batch-last is the layout
+        # the cost model's numpy stages (latency, energy) read fastest; the counting kernel reads
+        # either (10^5 mappings on tpu_like: 2.7 vs 3.1 us each in all, 4 December 2026)
         tem = np.ones((n_lv, len(dims), b), np.int64)
         sx, sy, order = tem.copy(), tem.copy(), np.zeros_like(tem)
         keep = np.zeros((n_lv, len(tensors), b), bool)

@@ -67,8 +67,8 @@ def metrics_of(ev: Any, i: int) -> dict[str, float]:
 
 
 def take_last(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Rows ``idx`` of ``a`` [B, ...] as a view of a contiguous [..., B] array: the layout
-    costmodel.analysis is fastest in (see ``MappingBatch.from_mappings``). One gather, fastest when
+    """Rows ``idx`` of ``a`` [B, ...] as a view of a contiguous [..., B] array: the layout the
+    cost model reads fastest (see ``MappingBatch.from_mappings``). One gather, fastest when
     ``a`` is such a view already. (Explicit transposes: ``np.moveaxis`` costs more than the gather
     on the mappers' small batches.)"""
     nd = a.ndim

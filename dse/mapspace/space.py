@@ -287,7 +287,7 @@ class Mapspace:
 
     def decode(self, rows: np.ndarray, batch_last: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Factors ``temporal, spatial_x, spatial_y`` [C, L, D] of tilings given as table rows; with
-        ``batch_last``, as views of contiguous [L, D, C] arrays (the cost model's layout)."""
+        ``batch_last``, as views of contiguous [L, D, C] arrays (the layout the cost model reads fastest)."""
         c, shape = len(rows), (self.n_levels, len(self.dims))
         if batch_last:
             out = np.ones((3, *shape, c), dtype=np.int64).transpose(0, 3, 1, 2)
