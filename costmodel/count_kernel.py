@@ -86,7 +86,7 @@ def _digit_values(key, p, nd, coef):
 
 
 @njit(cache=True)
-def _sumset(a, b):
+def sumset(a, b):
     """Sorted distinct values of {x + y : x in a, y in b} (a, b non-negative)."""
     have = np.zeros(a.max() + b.max() + 1, np.bool_)
     for x in a:
@@ -102,7 +102,7 @@ def _sumset_size(key, n_terms, coefs):
     p = 3
     for m in range(n_terms):
         nd = key[p + 1]
-        vals = _sumset(vals, _digit_values(key, p + 2, nd, coefs[m]))
+        vals = sumset(vals, _digit_values(key, p + 2, nd, coefs[m]))
         p += 2 + 2 * nd
     return vals.shape[0]
 
@@ -118,8 +118,8 @@ def _merged_row(key, n_terms, coefs, span, row):
     p = 3
     for m in range(n_terms):
         n, nd, c = key[p], key[p + 1], coefs[m]
-        x = _sumset(x, np.arange(n) * c)
-        o = _sumset(o, _digit_values(key, p + 2, nd, c))
+        x = sumset(x, np.arange(n) * c)
+        o = sumset(o, _digit_values(key, p + 2, nd, c))
         p += 2 + 2 * nd
     reach = x[-1]
     top = reach + o[-1] + 1

@@ -69,13 +69,6 @@ def shape_of(problem: Problem) -> Shape:
     return Shape(active, tuple(full[dims[i]] for i in active), tuple(out))
 
 
-def _sumset(parts: list[np.ndarray]) -> np.ndarray:
-    vals = np.zeros(1, np.int64)
-    for p in parts:
-        vals = np.unique((vals[:, None] + p[None, :]).ravel())
-    return vals
-
-
 def autocorrelation(ind: np.ndarray) -> np.ndarray:
     """Overlap counts of a 0/1 vector with itself at shifts -(n-1)..n-1 (symmetric). Direct for
     short vectors; by FFT for long ones (exact after rounding: counts are far below 2**52)."""
@@ -95,6 +88,8 @@ class WindowTable:
     rows = combinations of divisors, columns = shifts -E..E (larger shifts overlap nothing)."""
 
     def __init__(self, axis: Axis, sizes: tuple[int, ...]) -> None:
+        from costmodel.count_kernel import sumset
+
         self.axis = axis
         self.span = axis.extent
         divs = [[n for n in range(1, sizes[d] + 1) if sizes[d] % n == 0] for _, d in axis.terms]
@@ -109,7 +104,9 @@ class WindowTable:
         self.size = np.zeros(len(rows), np.int64)
         self.overlap = np.zeros((len(rows), 2 * e + 1), np.int64)
         for r, ns in enumerate(rows):
-            vals = _sumset([c * np.arange(n) for (c, _), n in zip(axis.terms, ns)])
+            vals = np.zeros(1, np.int64)
+            for (c, _), n in zip(axis.terms, ns):
+                vals = sumset(vals, c * np.arange(n, dtype=np.int64))
             ind = np.zeros(e, np.int64)
             ind[vals] = 1
             self.size[r] = len(vals)
