@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodel.plans import plan_for
 from costmodel.problem import Problem
 from costmodel.tiles import packed_tables
 
@@ -55,7 +56,7 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
 
     if model not in ("exact", "timeloop"):
         raise ValueError(f"access_counts: model must be 'exact' or 'timeloop', got {model!r}")
-    plan = _plan(problem, arch)
+    plan = plan_for(_Plan, problem, arch)
     b, n_lv, _ = batch.temporal.shape
     n_t = len(problem.tensors)
     out = [np.empty((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
@@ -116,17 +117,3 @@ class _Plan:
         self.packed = (t.idx, t.sizes, flags, t.tinfo, t.tdims, t.ax_n, t.ax_coef, t.ax_dim, t.ax_span, t.tsize,
                        t.tsize_off, t.tover, t.tover_off, t.lk, t.lk_off, t.radix)
         self.memo = _Memo()
-
-
-_PLANS: dict[tuple[int, int], tuple[Problem, object, _Plan]] = {}
-
-
-def _plan(problem: Problem, arch) -> _Plan:
-    """The pair's plan, cached by identity (the objects are kept with it, so their ids stay theirs)."""
-    key = (id(problem), id(arch))
-    hit = _PLANS.get(key)
-    if hit is None or hit[0] is not problem or hit[1] is not arch:
-        if len(_PLANS) >= 64:
-            _PLANS.clear()
-        hit = _PLANS[key] = (problem, arch, _Plan(problem, arch))
-    return hit[2]

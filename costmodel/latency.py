@@ -54,7 +54,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from costmodel.pipeline import fill_drain, staged_levels, vector_stage
+from costmodel import latency_kernel
+from costmodel.pipeline import copies_mask, staged_levels, vector_constants
+from costmodel.plans import plan_for
 from costmodel.problem import Problem
 
 if TYPE_CHECKING:
@@ -119,6 +121,12 @@ def scalesim_cycles(gemm: GemmView, rows: int, cols: int, dataflow: str) -> int:
     return gemm.batch * folds * (t + int(fold_overhead(dataflow, rows, cols)))
 
 
+def _stationary(problem: Problem, dataflow: str) -> np.ndarray:
+    """[D] (bool): the dims indexing the stationary tensor of ``dataflow``."""
+    used = problem.tensor(STATIONARY[dataflow]).dims()
+    return np.array([d in used for d in problem.dim_names])
+
+
 def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.ndarray:
     """``T`` [B]: product of the innermost run of temporal loops over dims not indexing the
     stationary tensor (loops of factor 1 are transparent).
@@ -126,17 +134,9 @@ def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.nd
     With nest positions ``level * D + rank`` (a permutation per mapping), the run is every loop
     inner to the innermost loop with a factor > 1 over a stationary dim: one max and one product
     over the loops, no sort."""
-    stationary = problem.tensor(STATIONARY[dataflow]).dims()
-    b, n_lv, n_d = batch.temporal.shape
-    # [L*D, B] rows: whole-row operations over the batch (views when the batch is stored batch-last)
-    t = batch.temporal.transpose(1, 2, 0).reshape(n_lv * n_d, b)
-    pos = batch.order.transpose(1, 2, 0).reshape(n_lv * n_d, b).astype(np.int16)
-    pos += (np.arange(n_lv, dtype=np.int16) * n_d).repeat(n_d)[:, None]
-    blocking = np.tile([d in stationary for d in problem.dim_names], n_lv)  # rows of stationary dims
-    block = np.where(t[blocking] > 1, pos[blocking], np.int16(-1)).max(axis=0, initial=-1)
-    # inner to the innermost blocking loop, a stationary dim's factor is 1: only the others count
-    free = ~blocking
-    return np.multiply.reduce(np.where(pos[free] > block, t[free], 1), axis=0, dtype=np.int64)
+    out = np.empty(len(batch), np.int64)
+    latency_kernel.stream_lengths(batch.temporal, batch.order, _stationary(problem, dataflow), out)
+    return out
 
 
 def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, temporal_steps: np.ndarray,
@@ -144,45 +144,27 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
     """Compute cycles [B] of a systolic config under the fold model (see the module docstring)."""
     sys_ = arch.systolic
     assert sys_ is not None
-    t = stream_length(problem, batch, sys_.dataflow)
-    folds = temporal_steps // t
-    over = int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols))
-    if mode == "scalesim":
-        return folds * (t + over)
-    if mode == "overlapped":
-        return temporal_steps + over + (folds - 1) * np.maximum(0, sys_.rows - t)
-    raise ValueError(f"unknown systolic mode {mode!r}")
+    out = np.empty(len(batch), np.int64)
+    latency_kernel.compute_cycles(batch.temporal, batch.order, np.asarray(temporal_steps, np.int64), _mode(mode),
+                                  _stationary(problem, sys_.dataflow), sys_.rows,
+                                  int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols)), out)
+    return out
+
+
+def _mode(mode: str) -> int:
+    if mode not in _MODES:
+        raise ValueError(f"unknown systolic mode {mode!r}")
+    return _MODES[mode]
+
+
+_MODES = {"scalesim": latency_kernel.SCALESIM, "overlapped": latency_kernel.OVERLAPPED}
 
 
 # ---- bandwidth and the total ----------------------------------------------------------------------
 
 
-def busy_instances(batch: MappingBatch) -> np.ndarray:
-    """[L, B]: copies of each level in use: product of the spatial factors of the levels above it."""
-    b, n_lv, _ = batch.spatial_x.shape
-    # [B, L]: two reductions, without a [B, L, D] temporary
-    per_level = np.multiply.reduce(batch.spatial_x, axis=2) * np.multiply.reduce(batch.spatial_y, axis=2)
-    out = np.ones((n_lv, b), np.int64)
-    for m in range(1, n_lv):  # L whole-row products: np.multiply.accumulate over axis 0 is slower
-        np.multiply(out[m - 1], per_level[:, m - 1], out=out[m])
-    return out
-
-
 def _bw(values: list[float | None]) -> np.ndarray:
-    return np.array([np.inf if v is None else float(v) for v in values])[:, None]
-
-
-def traffic_cycles(arch: Architecture, acc: Accesses, batch: MappingBatch,
-                   busy: np.ndarray | None = None) -> np.ndarray:
-    """[B, L, 2]: cycles each level needs for its reads (``[..., 0]``) and writes (``[..., 1]``);
-    ``busy`` [L, B] as :func:`busy_instances` (computed if not given)."""
-    busy = (busy_instances(batch) if busy is None else busy).astype(np.float64)
-    reads = acc.reads.transpose(1, 2, 0).sum(axis=1)  # [L, B] (the counts are stored batch-last)
-    writes = acc.fills.transpose(1, 2, 0).sum(axis=1) + acc.updates.transpose(1, 2, 0).sum(axis=1)
-    out = np.empty((2, *reads.shape), np.int64)
-    out[0] = np.ceil(reads / busy / _bw([lv.read_bw for lv in arch.levels]))
-    out[1] = np.ceil(writes / busy / _bw([lv.write_bw for lv in arch.levels]))
-    return out.transpose(2, 1, 0)
+    return np.array([np.inf if v is None else float(v) for v in values])
 
 
 @dataclass
@@ -206,44 +188,44 @@ class Latency:
         return np.where(worst.max(axis=1) > np.maximum(self.compute, self.vector), lvl, -1)
 
 
+class LatencyPlan:
+    """The constants of a (problem, config) pair that :func:`costmodel.latency_kernel.latency`
+    reads, built once per pair (costmodel.plans)."""
+
+    def __init__(self, problem: Problem, arch: Architecture) -> None:
+        lv = arch.levels
+        self.read_bw, self.write_bw = _bw([x.read_bw for x in lv]), _bw([x.write_bw for x in lv])
+        self.db = np.array([i == 0 or x.double_buffered or x.ideal_overlap for i, x in enumerate(lv)])
+        staged = staged_levels(arch)
+        self.staged = np.isin(np.arange(len(lv)), staged)
+        self.holds = np.array([[t.name in x.holds for t in problem.tensors] for x in lv])
+        self.is_out = np.array([t.is_output for t in problem.tensors])
+        self.copies_mask = copies_mask(problem, arch)
+        sys_ = arch.systolic
+        self.stationary = np.zeros(len(problem.dim_names), bool)
+        self.rows = self.over = 0
+        if sys_ is not None:
+            self.stationary = _stationary(problem, sys_.dataflow)
+            self.rows, self.over = sys_.rows, int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols))
+        self.vec, self.vec_total = vector_constants(problem, arch)
+
+
 def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Accesses, *, overlap: bool = True,
             systolic_mode: SystolicMode | None = None) -> Latency:
     """Cycles of every mapping of the batch (see the module docstring for the model)."""
-    steps = np.asarray(acc.temporal_steps, dtype=np.int64)
+    plan = plan_for(LatencyPlan, problem, arch)
+    mode = latency_kernel.NONE
     if arch.systolic is not None:
-        mode = systolic_mode or ("overlapped" if overlap else "scalesim")
-        compute = systolic_cycles(problem, arch, batch, steps, mode)
-    else:
-        compute = steps
-    busy = busy_instances(batch)
-    traffic = traffic_cycles(arch, acc, batch, busy)
-    per_level = np.maximum(traffic[:, :, 0].T, traffic[:, :, 1].T)  # [L, B]; read and write ports in parallel
-    staged = staged_levels(arch)
-    tiles = np.multiply.reduce(batch.temporal[:, :staged[0]], axis=(1, 2)) if staged else np.ones_like(steps)
-    vec = vector_stage(problem, arch, acc, busy, tiles)
-    vector, v_last = vec if vec is not None else (np.zeros(len(steps)), np.zeros(len(steps)))
-    serial = compute + np.ceil(vector).astype(np.int64) + per_level.sum(axis=0)
-    if not overlap:
-        zeros = np.zeros(len(steps))
-        return Latency(compute=compute, traffic=traffic, total=serial, fill=zeros, drain=zeros, vector=vector)
-    db = np.array([i == 0 or lv.double_buffered or lv.ideal_overlap for i, lv in enumerate(arch.levels)])
-    if staged:
-        # transfers of whole tiles (the levels above the outermost staged one) are the load/store
-        # stages; the traffic of the levels inside a tile streams with the MACs (the array stage)
-        outer = db & (np.arange(len(db)) < staged[0])
-        array = np.maximum(compute, per_level[db & ~outer].max(axis=0, initial=0))
-        fill, drain = fill_drain(problem, arch, batch, acc, busy)
-        c_tile = array / tiles
-        # a port of a level above: its reads end before the last tile's drain, its writes begin after
-        # the first tile's fill
-        ports = np.maximum(traffic[:, outer, 0].max(axis=1) + drain, traffic[:, outer, 1].max(axis=1) + fill)
-        pipe = np.maximum(np.maximum(fill + array + v_last + drain, fill + c_tile + vector + drain),
-                          ports + c_tile + v_last)
-    else:
-        fill = drain = np.zeros(len(steps))
-        pipe = np.maximum(np.maximum(compute, vector), per_level[db].max(axis=0))
-    total = np.ceil(pipe - 1e-9).astype(np.int64)
-    if not db.all():
-        total += per_level[~db].sum(axis=0)
-    return Latency(compute=compute, traffic=traffic, total=np.minimum(total, serial), fill=fill, drain=drain,
+        mode = _mode(systolic_mode or ("overlapped" if overlap else "scalesim"))
+    b = len(batch)
+    compute, total = np.empty(b, np.int64), np.empty(b, np.int64)
+    fill, drain, vector = np.empty(b), np.empty(b), np.empty(b)
+    traffic = np.empty((2, len(arch.levels), b), np.int64)
+    counts = (a.transpose(1, 2, 0) for a in (acc.reads, acc.fills, acc.updates, acc.tile_words))
+    latency_kernel.latency(batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep, *counts,
+                           np.asarray(acc.temporal_steps, dtype=np.int64), plan.read_bw, plan.write_bw, plan.db,
+                           plan.staged, plan.holds, plan.is_out, plan.copies_mask, mode, plan.stationary,
+                           plan.rows, plan.over, plan.vec, plan.vec_total, overlap,
+                           compute, traffic, total, fill, drain, vector)
+    return Latency(compute=compute, traffic=traffic.transpose(2, 1, 0), total=total, fill=fill, drain=drain,
                    vector=vector)

@@ -3,8 +3,9 @@
 A double-buffered level moves tile t+1 while the array computes on tile t, so a layer of N tiles
 is a pipeline of stages -- load, array, vector unit, store -- and takes as long as a pipeline:
 the busiest stage's total plus one tile of every other stage (for N equal tiles exactly
-``sum_s x_s + (N - 1) * max_s x_s``). :func:`costmodel.latency.latency` combines the totals; this
-module computes the single tiles, for B mappings at once:
+``sum_s x_s + (N - 1) * max_s x_s``). :func:`costmodel.latency.latency` combines the totals; the
+single tiles are computed per mapping in :func:`costmodel.latency_kernel.latency` from the
+constants this module derives from the config:
 
 * **Staged levels**: double-buffered, not ``ideal_overlap`` (Timeloop's idealisation has no
   fill or drain), below DRAM and not inside a systolic array (the levels below the systolic
@@ -33,9 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from costmodel.analysis import Accesses
     from costmodel.arch import Architecture
-    from costmodel.mapping import MappingBatch
     from costmodel.problem import Problem
 
 POST_OPS = 2
@@ -54,74 +53,29 @@ def staged_levels(arch: Architecture) -> list[int]:
             if 1 <= i <= last and lv.double_buffered and not lv.ideal_overlap]
 
 
-def _copies(problem: Problem, arch: Architecture, batch: MappingBatch, m: int, ti: int) -> np.ndarray | int:
-    """[B] distinct tiles of tensor ``ti`` among the children of level ``m``'s network, per parent copy."""
-    lv = arch.levels[m]
-    if lv.fanout_x * lv.fanout_y == 1:
-        return 1
-    t = problem.tensors[ti]
-    merges = lv.spatial_reduction if t.is_output else lv.multicast
-    used = t.dims()
-    out = np.ones(batch.temporal.shape[0], np.int64)
-    for di, d in enumerate(problem.dim_names):
-        if d in used or not merges:
-            out = out * batch.spatial_x[:, m, di] * batch.spatial_y[:, m, di]
+def copies_mask(problem: Problem, arch: Architecture) -> np.ndarray:
+    """[L, T, D] (bool): the dims whose spatial factors at each level's network give its children
+    distinct tiles of each tensor (*distinct words* above): every dim on a network that neither
+    multicasts (inputs) nor reduces (the output), only the tensor's own dims on one that does, none
+    below a fan-out of 1."""
+    out = np.zeros((len(arch.levels), len(problem.tensors), len(problem.dim_names)), bool)
+    for m, lv in enumerate(arch.levels):
+        if lv.fanout_x * lv.fanout_y == 1:
+            continue
+        for ti, t in enumerate(problem.tensors):
+            merges = lv.spatial_reduction if t.is_output else lv.multicast
+            used = t.dims()
+            out[m, ti] = [d in used or not merges for d in problem.dim_names]
     return out
 
 
-def _bw(value: float | None) -> float:
-    return np.inf if value is None else float(value)
-
-
-def _link_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Accesses, busy: np.ndarray,
-                 lv: int, ti: int) -> np.ndarray:
-    """[B] cycles to move one tile of tensor ``ti`` between level ``lv`` and its parent (0 where not kept)."""
-    out = problem.tensors[ti].is_output
-    words = acc.tile_words[:, lv, ti].astype(np.float64)
-    child_bw = _bw(arch.levels[lv].read_bw if out else arch.levels[lv].write_bw)
-    cycles = words / child_bw
-    copies: np.ndarray | int = 1
-    found = np.zeros(words.shape, bool)
-    for m in range(lv - 1, -1, -1):  # walk up to the nearest level keeping the tensor (DRAM keeps all)
-        copies = copies * _copies(problem, arch, batch, m, ti)
-        here = ~found & (batch.keep[:, m, ti] if m else True)
-        p = arch.levels[m]
-        parent = words * copies / (busy[m] * _bw(p.write_bw if out else p.read_bw))
-        np.maximum(cycles, parent, out=cycles, where=here)
-        found |= here
-        if found.all():
-            break  # no mapping looks further up
-    return cycles
-
-
-def fill_drain(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Accesses,
-               busy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """([B] fill, [B] drain) cycles, unrounded (module docstring); zeros without staged levels."""
-    b = batch.temporal.shape[0]
-    fill, drain = np.zeros(b), np.zeros(b)
-    for lv in staged_levels(arch):
-        for ti, t in enumerate(problem.tensors):
-            if t.name not in arch.levels[lv].holds:
-                continue
-            cycles = _link_cycles(problem, arch, batch, acc, busy, lv, ti)
-            if t.is_output:
-                drain += cycles
-            else:
-                fill += cycles
-    return fill, drain
-
-
-def vector_stage(problem: Problem, arch: Architecture, acc: Accesses, busy: np.ndarray,
-                 tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """([B] all vector cycles, [B] the last output tile's), unrounded; None without a vector unit.
-    ``tiles`` [B] is the fallback tile count where the vector level does not keep O."""
+def vector_constants(problem: Problem, arch: Architecture) -> tuple[np.ndarray, float]:
+    """The vector stage's constants for costmodel.latency_kernel: ``(lanes, level, output tensor,
+    output elements, POST_OPS)`` (all 0 without a vector unit) and ``V``, all its cycles."""
     vu = getattr(arch, "vector_unit", None)
     if vu is None:
-        return None
+        return np.zeros(5, np.int64), 0.0
     o = next(i for i, t in enumerate(problem.tensors) if t.is_output)
     elements = problem.tensor_elements(problem.tensors[o].name)
-    total = np.full(tiles.shape, POST_OPS * -(-elements // vu.lanes), np.float64)
-    vl = [lv.name for lv in arch.levels].index(vu.level)
-    tile = np.minimum(acc.tile_words[:, vl, o] * busy[vl], elements)  # the last tile's outputs, all copies
-    last = np.where(tile > 0, POST_OPS * -(-tile // vu.lanes), total / tiles)
-    return total, last
+    level = [lv.name for lv in arch.levels].index(vu.level)
+    return np.array([vu.lanes, level, o, elements, POST_OPS], np.int64), float(POST_OPS * -(-elements // vu.lanes))

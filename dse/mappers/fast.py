@@ -93,6 +93,19 @@ def top_pairs(ms: Mapspace, obj: Objective, n: int, screen: int = 1024) -> tuple
         return None
     cand = np.argsort(-ms.spatial_pes(), kind="stable")[:screen]
     e_lb, l_lb = lower_bounds(ms, *ms.spatial_factors(cand))
-    best = np.argsort(obj.bound(e_lb, l_lb), axis=None, kind="stable")[:n]
-    m, k = np.unravel_index(best, e_lb.shape)
+    m, k = np.unravel_index(_smallest(obj.bound(e_lb, l_lb).ravel(), n), e_lb.shape)
     return cand[m], k
+
+
+def _smallest(values: np.ndarray, n: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")[:n]`` without sorting them all (a deep config bounds
+    64k pairs to keep 64): the values below the n-th smallest, then as many equal to it as fit, in
+    index order, sorted stably."""
+    if n >= values.size:
+        return np.argsort(values, kind="stable")
+    kth = np.partition(values, n - 1)[n - 1]
+    if np.isnan(kth):  # NaNs sort last: fewer than n numbers
+        return np.argsort(values, kind="stable")[:n]
+    below = np.flatnonzero(values < kth)
+    picked = np.union1d(below, np.flatnonzero(values == kth)[: n - below.size])  # sorted indices
+    return picked[np.argsort(values[picked], kind="stable")]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from costmodel import analysis
+from costmodel import analysis, plans
 from costmodel.arch import load_architecture
+from costmodel.plans import plan_for
 from costmodel.problem import conv2d, conv_transpose2d
 from costmodel.random_mappings import random_mappings
 
@@ -22,7 +23,7 @@ def test_tiny_memo_grows_and_resumes(model, prob):
     arch = load_architecture("eyeriss_like")
     batch = random_mappings(prob, arch, 3000, seed=7)
     roomy = analysis.access_counts(prob, arch, batch, model=model)
-    plan = analysis._plan(prob, arch)
+    plan = plan_for(analysis._Plan, prob, arch)
     grown_before = plan.memo.fill.copy()
     assert grown_before[0] > 0  # the batch needed memo entries
     tiny = analysis._Memo()
@@ -32,7 +33,7 @@ def test_tiny_memo_grows_and_resumes(model, prob):
     try:
         again = analysis.access_counts(prob, arch, batch, model=model)
     finally:
-        analysis._PLANS.clear()
+        plans._PLANS.clear()
     assert tiny.fill[0] == grown_before[0]  # every pattern stored once, after many resumes
     for name in ("fills", "reads", "updates", "hops", "tile_words", "temporal_steps"):
         assert np.array_equal(getattr(roomy, name), getattr(again, name)), name
