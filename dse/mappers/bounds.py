@@ -46,9 +46,11 @@ The tests check ``bound <= evaluated`` on random mappings of many layers and con
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 from costmodel.energy import PJ_PER_MW_S, level_vectors
 from dse.mapspace.orders import SLIDE
@@ -155,12 +157,9 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
         shape = hops.shape
         r_t, w_t = np.broadcast_to(r_t, shape), np.broadcast_to(w_t, shape)
         e_t = r_t @ v["read_pj"] + w_t @ v["write_pj"] + hops @ v["hop_pj"]
-        r_t, w_t = r_t[..., timed], w_t[..., timed]
-        if spread is not None:  # np.take: a faster gather than fancy indexing
-            r_t, w_t, e_t = (np.take(a, spread, axis=1) for a in (r_t, w_t, e_t))
-        reads.append(r_t)
-        writes.append(w_t)
-        tensor_lb.append(e_t)
+        reads.append((r_t[..., timed], spread))
+        writes.append((w_t[..., timed], spread))
+        tensor_lb.append((e_t, spread))
     per_level = (sx * sy).prod(axis=2)  # [C, L]
     busy = np.concatenate([np.ones_like(per_level[:, :1]), np.cumprod(per_level, axis=1)[:, :-1]], axis=1)
     busy = busy[:, timed].astype(np.float64) if paired else busy[:, None, timed].astype(np.float64)
@@ -170,18 +169,41 @@ def lower_bounds(ms: Mapspace, temporal: np.ndarray, sx: np.ndarray, sy: np.ndar
     leak_mw += 0.0 if arch.vector_unit is None else arch.vector_unit.leak_mw
     base = problem.macs * arch.mac.energy_pj + leak_mw * PJ_PER_MW_S * latency / arch.clock_hz
     if per_tensor:
-        return base, np.stack(tensor_lb, axis=-1), latency
+        spread_out = [e if s is None else np.take(e, s, axis=1) for e, s in tensor_lb]
+        return base, np.stack(spread_out, axis=-1), latency
     return base + _total(tensor_lb), latency
 
 
-def _total(parts: list[np.ndarray]) -> np.ndarray:
-    """The sum of same-shape arrays, left to right (the rounding of ``np.stack(parts, -1).sum(-1)``),
-    accumulated into the first one: a [C, K, L] reduction over a short last axis and fresh
-    temporaries cost more than the sums."""
-    out = parts[0]
-    for p in parts[1:]:
-        out += p
+def _total(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    """The sum of the tensors' parts ([C, K_t, ...], spread over the K keep options by each one's
+    index array [K]; or [C, ...] per tiling, index None), left to right (the rounding of
+    ``np.stack(parts, -1).sum(-1)``): gathered and added in one compiled pass per part, where
+    three gathers into [C, K, L] temporaries and their sums cost a deep config's search 5 %."""
+    first, spread = parts[0]
+    if spread is None:
+        out = first
+        for p, _ in parts[1:]:
+            out += p
+        return out
+    out = np.empty((first.shape[0], len(spread), *first.shape[2:]))
+    inner = math.prod(first.shape[2:])  # explicit: -1 is ambiguous for no tilings
+    flat = out.reshape(out.shape[0], out.shape[1], inner)
+    for i, (p, spread) in enumerate(parts):
+        _spread_add(flat, p.reshape(p.shape[0], p.shape[1], inner), spread, i == 0)
     return out
+
+
+@njit(cache=True)
+def _spread_add(out, part, spread, first):
+    """``out[c, k] (+)= part[c, spread[k]]`` (assigned for the first part)."""
+    for c in range(out.shape[0]):
+        for k in range(out.shape[1]):
+            src = spread[k]
+            for j in range(out.shape[2]):
+                if first:
+                    out[c, k, j] = part[c, src, j]
+                else:
+                    out[c, k, j] += part[c, src, j]
 
 
 def _cycles(words: np.ndarray, busy: np.ndarray, bw: np.ndarray) -> np.ndarray:

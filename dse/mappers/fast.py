@@ -91,7 +91,7 @@ def top_pairs(ms: Mapspace, obj: Objective, n: int, screen: int = 1024) -> tuple
     above the optimum's score."""
     if not ms.num_spatial:
         return None
-    cand = np.argsort(-ms.spatial_pes(), kind="stable")[:screen]
+    cand = _smallest(-ms.spatial_pes(), screen)
     e_lb, l_lb = lower_bounds(ms, *ms.spatial_factors(cand))
     m, k = np.unravel_index(_smallest(obj.bound(e_lb, l_lb).ravel(), n), e_lb.shape)
     return cand[m], k
