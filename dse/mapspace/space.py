@@ -142,7 +142,7 @@ class Mapspace:
         self.usable = np.array([np.iinfo(np.int64).max if lv.capacity_words is None else
                                 (lv.capacity_words // 2 if lv.double_buffered else lv.capacity_words)
                                 for lv in arch.levels], dtype=np.int64)
-        self._spatial_combos = self._spatial_groups()
+        self._spatial_combos, self._spatial_pes = self._spatial_groups()
         counts = np.ones(len(self._spatial_combos), dtype=np.int64)
         for di, t in enumerate(self.tables):
             counts *= np.diff(t.group_start)[self._spatial_combos[:, di]]
@@ -198,8 +198,9 @@ class Mapspace:
         opts = np.array(list(itertools.product(*flat)), dtype=bool)
         return opts.reshape(len(opts), self.n_levels, len(self.tensors))
 
-    def _spatial_groups(self) -> np.ndarray:
-        """Every combination of per-dim spatial groups that fits all fan-outs: [M, D] group ids."""
+    def _spatial_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every combination of per-dim spatial groups that fits all fan-outs: [M, D] group ids, and
+        the PEs each uses [M] (the product of its factors on every fan-out)."""
         caps = self._caps
         combos = np.zeros((1, 0), dtype=np.int64)
         prod = np.ones((1, len(caps)), dtype=np.int64)
@@ -211,7 +212,7 @@ class Mapspace:
             idx = np.nonzero(ok)[0]
             combos = np.concatenate([combos[idx // g], (idx % g)[:, None]], axis=1)
             prod = new_prod[idx]
-        return combos
+        return combos, prod.prod(axis=1)
 
     # ---- size ------------------------------------------------------------------------------------
     def size(self) -> MapspaceSize:
@@ -235,10 +236,7 @@ class Mapspace:
     def spatial_pes(self) -> np.ndarray:
         """[M] PEs each spatial unrolling uses (the product of its spatial factors), without building
         the factor arrays of every unrolling."""
-        pes = np.ones(len(self._spatial_combos), dtype=np.int64)
-        for di, t in enumerate(self.tables):
-            pes *= t.group_spatial[self._spatial_combos[:, di]].prod(axis=1)
-        return pes
+        return self._spatial_pes
 
     def spatial_factors(self, which: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One representative per spatial unrolling (or per unrolling numbered in ``which``) [M, L, D]:
