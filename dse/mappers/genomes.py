@@ -104,8 +104,10 @@ class Evaluator:
         run = np.nonzero(fits)[0][: max(0, self.room())]
         out = np.full(new.size, np.inf)
         if run.size:
-            batch = MappingBatch(*(take_last(a, run) for a in (t, sx, sy)), take_last(g.ranks, new[sp[run]]),
-                                 take_last(keep, run))
+            factors = (t, sx, sy, keep)
+            if run.size < fits.size:  # else every decoded candidate runs: no gather
+                factors = tuple(take_last(a, run) for a in factors)
+            batch = MappingBatch(*factors[:3], take_last(g.ranks, new[sp[run]]), factors[3])
             ev = evaluate_batch(ms.problem, ms.arch, batch, **self.eval_kw)
             out[sp[run]] = self.state.update(batch, ev)
         done = np.ones(new.size, bool)

@@ -47,3 +47,40 @@ def spatial_ok(rows: np.ndarray, row_offset: np.ndarray, group_starts: np.ndarra
             if prod[j] > caps[j]:
                 ok[c] = False
     return ok
+
+
+@njit(cache=True)
+def spatial_combos(group_spatial: np.ndarray, group_off: np.ndarray, caps: np.ndarray, out: np.ndarray,
+                   pes: np.ndarray) -> int:
+    """Every combination of one spatial group per dim (dim d's groups are columns
+    ``group_off[d]..group_off[d + 1]`` of ``group_spatial`` [fan-outs, groups]) whose factors fit
+    every fan-out, in lexicographic order, into ``out`` [M, D] (group ids within each dim) and their
+    PEs into ``pes`` [M]: a depth-first walk that abandons a prefix once a fan-out overflows (factors
+    are >= 1, so no completion fits). Returns M; when ``out`` has fewer rows, only those are written."""
+    n_d, n_f = len(group_off) - 1, len(caps)
+    prod = np.ones((n_d + 1, n_f), np.int64)  # prod[d]: the fan-outs' products over dims < d
+    pick = np.full(n_d, -1, np.int64)
+    n, d = 0, 0
+    while d >= 0:
+        pick[d] += 1
+        if pick[d] >= group_off[d + 1] - group_off[d]:
+            pick[d] = -1
+            d -= 1
+            continue
+        fits = True
+        for j in range(n_f):
+            prod[d + 1, j] = prod[d, j] * group_spatial[j, group_off[d] + pick[d]]
+            fits = fits and prod[d + 1, j] <= caps[j]
+        if not fits:
+            continue
+        if d < n_d - 1:
+            d += 1
+            continue
+        if n < len(out):
+            out[n] = pick
+            p = 1
+            for j in range(n_f):
+                p *= prod[n_d, j]
+            pes[n] = p
+        n += 1
+    return n

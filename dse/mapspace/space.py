@@ -201,18 +201,13 @@ class Mapspace:
     def _spatial_groups(self) -> tuple[np.ndarray, np.ndarray]:
         """Every combination of per-dim spatial groups that fits all fan-outs: [M, D] group ids, and
         the PEs each uses [M] (the product of its factors on every fan-out)."""
-        caps = self._caps
-        combos = np.zeros((1, 0), dtype=np.int64)
-        prod = np.ones((1, len(caps)), dtype=np.int64)
-        for t in self.tables:
-            g = len(t.group_spatial)
-            # explicit row count: with no fan-outs (every fan-out 1) the arrays have 0 columns and -1 is ambiguous
-            new_prod = (prod[:, None, :] * t.group_spatial[None, :, :]).reshape(len(prod) * g, len(caps))
-            ok = (new_prod <= caps).all(axis=1)
-            idx = np.nonzero(ok)[0]
-            combos = np.concatenate([combos[idx // g], (idx % g)[:, None]], axis=1)
-            prod = new_prod[idx]
-        return combos, prod.prod(axis=1)
+        group_off = np.cumsum([0] + [len(t.group_spatial) for t in self.tables]).astype(np.int64)
+        out, pes = np.empty((4096, len(self.tables)), np.int64), np.empty(4096, np.int64)
+        n = kernels.spatial_combos(self._group_spatial, group_off, self._caps, out, pes)
+        if n > len(out):  # counted, not all written: again with room for all
+            out, pes = np.empty((n, len(self.tables)), np.int64), np.empty(n, np.int64)
+            kernels.spatial_combos(self._group_spatial, group_off, self._caps, out, pes)
+        return out[:n].copy(), pes[:n].copy()
 
     # ---- size ------------------------------------------------------------------------------------
     def size(self) -> MapspaceSize:
