@@ -13,6 +13,7 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+from numba import njit
 
 from dse.mapspace.factorizations import prime_factors
 
@@ -64,17 +65,44 @@ class PrimeMoves:
         return nb
 
     def random(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """One random move of each row (``u`` uniform in [0, 1)); a row with none stays. The moves
-        of the distinct rows only: a population descends from a small elite, so it holds few."""
-        uniq, inv = np.unique(rows, return_inverse=True)
-        nb = self.of(uniq)
-        if not nb.shape[1]:
-            return np.asarray(rows, dtype=np.int64).copy()
-        count = (nb >= 0).sum(axis=1)[inv]
-        pick = np.minimum((u * count).astype(np.int64), np.maximum(count - 1, 0))
-        # the pick-th valid entry of each row: the valid ones first, in order
-        valid_first = np.take_along_axis(nb, np.argsort(nb < 0, axis=1, kind="stable"), axis=1)
-        return np.where(count > 0, valid_first[inv, pick], rows)
+        """One random move of each row (``u`` uniform in [0, 1)): the ``floor(u * count)``-th of its
+        possible moves in move order; a row with none stays. Compiled: mutation asks this of a few
+        hundred rows per generation, and the numpy version's fixed costs were most of it."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = rows.copy()
+        if len(self.j):
+            _random_moves(rows, np.asarray(u, dtype=np.float64), self.div_exps, self.slot_div, self.weight,
+                          self.j, self.a, self.b, self.code, self.sorted_code, self.order, out)
+        return out
+
+
+@njit(cache=True)
+def _random_moves(rows, u, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order, out):
+    """Into ``out``: for each row, its ``floor(u * count)``-th possible move (PrimeMoves.of's targets
+    found in the table, in move order), or the row itself without any."""
+    for i in range(len(rows)):
+        n, _ = _nth_move(rows[i], -1, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order)
+        if n:
+            _, out[i] = _nth_move(rows[i], min(np.int64(u[i] * n), n - 1), div_exps, slot_div, weight,
+                                  pj, pa, pb, code, sorted_code, order)
+
+
+@njit(cache=True, inline='always')
+def _nth_move(r, want, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order):
+    """(possible moves of row ``r`` counted, the row the ``want``-th of them reaches or -1)."""
+    n = 0
+    for m in range(len(pj)):
+        j, a = pj[m], pa[m]
+        if div_exps[slot_div[r, a], j] <= 0:  # no factor of this prime to move out of slot a
+            continue
+        target = code[r] - weight[j, a] + weight[j, pb[m]]
+        pos = min(np.searchsorted(sorted_code, target), len(sorted_code) - 1)
+        if sorted_code[pos] != target:  # the split breaks a fan-out cap: not in the table
+            continue
+        if n == want:
+            return n, order[pos]
+        n += 1
+    return n, np.int64(-1)
 
 
 def _divisors(primes: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
