@@ -41,6 +41,8 @@ class Descent:
         # keep options one keep/bypass flip away, per option (a config with 128 options would otherwise
         # put all of them into every cheapest neighbourhood)
         self._flips = [np.nonzero(f)[0] for f in (flat[:, None, :] != flat[None, :, :]).sum(axis=2) == 1]
+        self._classes: dict[tuple[int, ...], list[np.ndarray]] = {}  # order classes by active-level bits
+        self._fan_moves: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
 
     # ---- neighbourhoods ---------------------------------------------------------------------------
     def neighbourhood(self, g: Genomes, level: int) -> Genomes | None:
@@ -90,10 +92,13 @@ class Descent:
         none. Copies of ``g`` with entries set: the descent builds thousands of these small sets."""
         ms = self.ms
         rows0, keep0 = g.rows[0].tolist(), int(g.keep[0])
-        nbs = [self.moves.neighbours(di, r) for di, r in enumerate(rows0)]
+        nbs = self.moves.all_neighbours(rows0)
         flips = self._flips[keep0]
-        cls = [ms.order_ranks(li, m) for li, m in enumerate(ms.level_masks(rows0))]
-        cls = [c if len(c) > 1 else c[:0] for c in cls]
+        bits = tuple(int(t.temporal_levels[r]) for t, r in zip(ms.tables, rows0, strict=True))
+        cls = self._classes.get(bits)
+        if cls is None:  # the order classes depend on the rows' active levels only
+            cls = [ms.order_ranks(li, m) for li, m in enumerate(ms.level_masks(rows0))]
+            cls = self._classes[bits] = [c if len(c) > 1 else c[:0] for c in cls]
         n_mv, n_fl = sum(len(v) for v in nbs), len(flips)
         n = n_mv + n_fl + sum(len(c) for c in cls)
         if not n:
@@ -110,19 +115,11 @@ class Descent:
         array (much worse), so the descent would never cross; with every keep option, sampled down
         to ``swap_cap`` candidates."""
         ms = self.ms
-        sp = [t.group_spatial for t in ms.tables]
-        nbs = [self.moves.neighbours(di, int(g.rows[0, di])) for di in range(len(ms.dims))]
-        # the spatial group of the current row and of each neighbour (groups are runs of table rows)
-        group = [np.searchsorted(t.group_start, np.append(nb, g.rows[0, di]), side="right") - 1
-                 for di, (t, nb) in enumerate(zip(ms.tables, nbs, strict=True))]
+        split = [self._fanout_moves(di, r) for di, r in enumerate(g.rows[0].tolist())]
         rows = []
         for j in range(len(ms.fanouts)):
-            out, into = [], []
-            for di, nb in enumerate(nbs):
-                here = sp[di][group[di][-1], j]
-                there = sp[di][group[di][:-1], j]
-                out.append(nb[there < here])
-                into.append(nb[there > here])
+            out = [s[j][0] for s in split]
+            into = [s[j][1] for s in split]
             for a in range(len(ms.dims)):
                 for b in range(len(ms.dims)):
                     if a == b or not out[a].size or not into[b].size:
@@ -138,6 +135,19 @@ class Descent:
         if len(pick) > self.swap_cap:
             pick = np.sort(self.rng.choice(len(pick), self.swap_cap, replace=False))
         return base[pick // k], pick % k
+
+    def _fanout_moves(self, di: int, row: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per fan-out, the prime moves of dimension ``di`` from table row ``row`` that lower its
+        factor on that fan-out and those that raise it (kept: walkers meet the same rows again)."""
+        got = self._fan_moves.get((di, row))
+        if got is None:
+            t, nb = self.ms.tables[di], self.moves.neighbours(di, row)
+            # the spatial group of the row and of each neighbour (groups are runs of table rows)
+            group = np.searchsorted(t.group_start, np.append(nb, row), side="right") - 1
+            here, there = t.group_spatial[group[-1]], t.group_spatial[group[:-1]]
+            got = self._fan_moves[(di, row)] = [(nb[there[:, j] < here[j]], nb[there[:, j] > here[j]])
+                                                for j in range(len(here))]
+        return got
 
     def kicks(self, g: Genomes, n: int) -> Genomes:
         """``n`` perturbations of the single candidate ``g``: two dimensions re-split at random,

@@ -129,6 +129,7 @@ class MoveTables:
     def __init__(self, tables: list) -> None:
         self._tables = tables
         self._moves: list[PrimeMoves | None] = [None] * len(tables)
+        self._nb: list[dict[int, np.ndarray]] = [{} for _ in tables]  # per dim: row -> neighbours
 
     def __getitem__(self, di: int) -> PrimeMoves:
         pm = self._moves[di]
@@ -140,4 +141,16 @@ class MoveTables:
         return pm
 
     def neighbours(self, di: int, row: int) -> np.ndarray:
-        return self[di].neighbours(row)
+        nb = self._nb[di].get(row)
+        if nb is None:
+            nb = self._nb[di][row] = self[di].neighbours(row)
+        return nb
+
+    def all_neighbours(self, rows: list[int]) -> list[np.ndarray]:
+        """The neighbours of each dimension's row of one tiling ``rows`` (the descent asks this at
+        every step: plain dictionary lookups, no calls, once a row has been seen)."""
+        out = []
+        for di, r in enumerate(rows):
+            nb = self._nb[di].get(r)
+            out.append(self.neighbours(di, r) if nb is None else nb)
+        return out
