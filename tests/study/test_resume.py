@@ -28,25 +28,18 @@ def _signature(trials: list[optuna.trial.FrozenTrial]) -> list[tuple]:
     return [(t.number, t.state.name, tuple(sorted(t.params.items())), tuple(t.values or ())) for t in trials]
 
 
-@pytest.mark.parametrize(("sampler", "sig"), [("tpe", signal.SIGKILL), ("random", signal.SIGKILL),
-                                              ("random", signal.SIGINT)])
-def test_kill_mid_trial_then_resume(tmp_path: Path, sampler: str, sig: signal.Signals) -> None:
-    """SIGKILL, or Ctrl-C (SIGINT: `dse sweep` exits 130 and leaves the trial RUNNING, not FAIL)."""
-    ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
-    ref_dir.mkdir()
-    run_dir.mkdir()
-    # a larger mapper budget makes each trial long (~0.1-0.3 s) so that the kill lands inside one
-    extra = {"mapper": {"max_evaluations": 1500}}
-    ref = run_study(small_study(ref_dir, sampler=sampler, trials=N, **extra))
-    path = small_study(run_dir, sampler=sampler, trials=N, **extra)
-    out = run_dir / "out"
+def _kill_mid_trial(path: Path, out: Path, sig: signal.Signals) -> int | None:
+    """Runs ``dse sweep`` on ``path`` and sends ``sig`` while a trial is RUNNING, after two have
+    finished. Returns the exit status, or None when the signal missed a trial: a trial takes tens
+    of milliseconds, about as long as reading the journal, so it may have finished (and the next
+    not yet started) by the time the signal lands."""
     code = ("import sys; from tests.study.helpers import study_app; "
             "study_app()(['sweep', sys.argv[1], '--no-progress'])")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    killed_running = None
+    sent = False
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
@@ -54,21 +47,40 @@ def test_kill_mid_trial_then_resume(tmp_path: Path, sampler: str, sig: signal.Si
                 continue
             trials = _states(out)
             done = sum(t.state.name == "COMPLETE" for t in trials)
-            running = [t.number for t in trials if t.state.name == "RUNNING"]
             # early, so that many trials are left: with faster trials, a kill after half of them
             # could land after the sweep had run out the study while this process read the journal
-            if done >= 2 and running:
+            if done >= 2 and any(t.state.name == "RUNNING" for t in trials):
                 os.kill(proc.pid, sig)
-                killed_running = running[0]
+                sent = True
                 break
         code = proc.wait(timeout=30)
     finally:
         proc.kill()
         proc.wait()
+    assert sent, "the sweep ended before it could be killed mid-trial"
+    return code if [t.state.name for t in _states(out)].count("RUNNING") == 1 else None
+
+
+@pytest.mark.parametrize(("sampler", "sig"), [("tpe", signal.SIGKILL), ("random", signal.SIGKILL),
+                                              ("random", signal.SIGINT)])
+def test_kill_mid_trial_then_resume(tmp_path: Path, sampler: str, sig: signal.Signals) -> None:
+    """SIGKILL, or Ctrl-C (SIGINT: `dse sweep` exits 130 and leaves the trial RUNNING, not FAIL)."""
+    ref_dir = tmp_path / "ref"
+    ref_dir.mkdir()
+    # a larger mapper budget makes each trial longer, so that the kill lands inside one
+    extra = {"mapper": {"max_evaluations": 1500}}
+    ref = run_study(small_study(ref_dir, sampler=sampler, trials=N, **extra))
+    for attempt in range(5):  # until the signal lands inside a trial (see _kill_mid_trial)
+        run_dir = tmp_path / f"run{attempt}"
+        run_dir.mkdir()
+        path = small_study(run_dir, sampler=sampler, trials=N, **extra)
+        out = run_dir / "out"
+        code = _kill_mid_trial(path, out, sig)
+        if code is not None:
+            break
+    assert code is not None, "five signals in a row landed between trials"
     assert code == (130 if sig == signal.SIGINT else -signal.SIGKILL)
-    assert killed_running is not None, "the sweep ended before it could be killed mid-trial"
     before = _states(out)
-    assert [t.state.name for t in before].count("RUNNING") == 1  # the kill left one trial hanging
     finished_before = {t.number: t for t in before if t.state.name == "COMPLETE"}
 
     res = run_study(path)
