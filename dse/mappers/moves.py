@@ -47,13 +47,14 @@ class PrimeMoves:
     def of(self, rows: np.ndarray) -> np.ndarray:
         """[len(rows), moves] the rows one move away (-1 where a move is impossible)."""
         rows = np.asarray(rows, dtype=np.int64)
-        if not len(self.j) or not len(rows):
-            return np.full((len(rows), len(self.j)), -1, dtype=np.int64)
-        can = self.div_exps[self.slot_div[rows][:, self.a], self.j] > 0
-        target = self.code[rows][:, None] - self.weight[self.j, self.a] + self.weight[self.j, self.b]
-        pos = np.minimum(np.searchsorted(self.sorted_code, target), len(self.sorted_code) - 1)
-        found = can & (self.sorted_code[pos] == target)
-        return np.where(found, self.order[pos], -1)
+        out = np.full((len(rows), len(self.j)), -1, dtype=np.int64)
+        if len(self.j) and len(rows):
+            _targets_of(rows, *self._kernel_args(), out)
+        return out
+
+    def _kernel_args(self) -> tuple[np.ndarray, ...]:
+        return (self.div_exps, self.slot_div, self.weight, self.j, self.a, self.b, self.code, self.sorted_code,
+                self.order)
 
     def neighbours(self, row: int) -> np.ndarray:
         """Distinct rows one move away from ``row`` (distinct moves give distinct rows); read-only."""
@@ -71,38 +72,51 @@ class PrimeMoves:
         rows = np.asarray(rows, dtype=np.int64)
         out = rows.copy()
         if len(self.j):
-            _random_moves(rows, np.asarray(u, dtype=np.float64), self.div_exps, self.slot_div, self.weight,
-                          self.j, self.a, self.b, self.code, self.sorted_code, self.order, out)
+            _random_moves(rows, np.asarray(u, dtype=np.float64), *self._kernel_args(), out)
         return out
+
+
+@njit(cache=True, inline='always')
+def _targets(r, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order, out):
+    """Into ``out`` [moves]: the row each move of prime ``pj`` from slot ``pa`` to slot ``pb``
+    reaches from row ``r`` (looked up by its code), or -1: no such factor to move, or a split that
+    breaks a fan-out cap (not in the table). Returns how many moves are possible."""
+    n = 0
+    for m in range(len(pj)):
+        out[m] = -1
+        j, a = pj[m], pa[m]
+        if div_exps[slot_div[r, a], j] <= 0:
+            continue
+        target = code[r] - weight[j, a] + weight[j, pb[m]]
+        pos = min(np.searchsorted(sorted_code, target), len(sorted_code) - 1)
+        if sorted_code[pos] == target:
+            out[m] = order[pos]
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _targets_of(rows, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order, out):
+    """Into ``out`` [len(rows), moves]: :func:`_targets` of each row."""
+    for i in range(len(rows)):
+        _targets(rows[i], div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order, out[i])
 
 
 @njit(cache=True)
 def _random_moves(rows, u, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order, out):
-    """Into ``out``: for each row, its ``floor(u * count)``-th possible move (PrimeMoves.of's targets
-    found in the table, in move order), or the row itself without any."""
+    """Into ``out``: for each row, its ``floor(u * count)``-th possible move in move order, or the
+    row itself without any."""
+    reach = np.empty(len(pj), np.int64)
     for i in range(len(rows)):
-        n, _ = _nth_move(rows[i], -1, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order)
+        n = _targets(rows[i], div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order, reach)
         if n:
-            _, out[i] = _nth_move(rows[i], min(np.int64(u[i] * n), n - 1), div_exps, slot_div, weight,
-                                  pj, pa, pb, code, sorted_code, order)
-
-
-@njit(cache=True, inline='always')
-def _nth_move(r, want, div_exps, slot_div, weight, pj, pa, pb, code, sorted_code, order):
-    """(possible moves of row ``r`` counted, the row the ``want``-th of them reaches or -1)."""
-    n = 0
-    for m in range(len(pj)):
-        j, a = pj[m], pa[m]
-        if div_exps[slot_div[r, a], j] <= 0:  # no factor of this prime to move out of slot a
-            continue
-        target = code[r] - weight[j, a] + weight[j, pb[m]]
-        pos = min(np.searchsorted(sorted_code, target), len(sorted_code) - 1)
-        if sorted_code[pos] != target:  # the split breaks a fan-out cap: not in the table
-            continue
-        if n == want:
-            return n, order[pos]
-        n += 1
-    return n, np.int64(-1)
+            want = min(np.int64(u[i] * n), n - 1)
+            for m in range(len(pj)):
+                if reach[m] >= 0:
+                    if want == 0:
+                        out[i] = reach[m]
+                        break
+                    want -= 1
 
 
 def _divisors(primes: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
