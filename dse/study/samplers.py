@@ -4,8 +4,10 @@ would have (the resumed trial keeps its number; see ``runner``).
 
 - ``grid``: trial ``n`` takes point ``perm[n]`` of a seeded permutation of the full grid.
 - ``random``: trial ``n`` draws from ``default_rng([seed, n, crc32(knob)])``.
-- ``tpe`` / ``nsga2``: optuna's samplers, rebuilt for each trial with the seed ``seed * 100003 + n``;
-  their other state lives in the storage, so the draw depends only on the finished history.
+- ``tpe`` / ``nsga2``: optuna's samplers, rebuilt for each trial with the seed ``seed * 100003 + n``
+  (and for each parameter drawn independently, with a seed from ``(seed, n, name)``, so that a
+  resumed trial that already holds some parameters draws the others as before); their other state
+  lives in the storage, so the draw depends only on the finished history.
 """
 
 from __future__ import annotations
@@ -89,7 +91,10 @@ class ReseededSampler(BaseSampler):
         return self._inner(trial.number).sample_relative(study, trial, search_space)
 
     def sample_independent(self, study: Any, trial: FrozenTrial, name: str, dist: BaseDistribution) -> Any:
-        return self._inner(trial.number).sample_independent(study, trial, name, dist)
+        # a sampler per (trial, parameter): one instance's draws would depend on which of the
+        # trial's parameters it drew before, and a trial resumed after a kill already holds some
+        seed = zlib.crc32(f"{self.seed}:{trial.number}:{name}".encode())
+        return self.factory(seed).sample_independent(study, trial, name, dist)
 
     def before_trial(self, study: Any, trial: FrozenTrial) -> None:
         self._inner(trial.number).before_trial(study, trial)
