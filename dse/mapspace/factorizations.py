@@ -13,6 +13,8 @@ import math
 import numpy as np
 from numba import njit
 
+from dse.mapspace.kernels import filled
+
 
 def prime_factors(n: int) -> dict[int, int]:
     """``{prime: exponent}`` of ``n >= 1`` by trial division (loop bounds are small)."""
@@ -53,12 +55,10 @@ def ordered_factorizations(n: int, k: int, caps: tuple[int | None, ...] | None =
         return np.zeros((1 if n == 1 else 0, 0), dtype=np.int64)
     divs = np.array(divisors(n), dtype=np.int64)
     bound = np.array([n if c is None else c for c in (caps or (None,) * k)], dtype=np.int64)
-    out = np.empty((min(count_ordered_factorizations(n, k), 1 << 20), k), dtype=np.int64)
-    rows = _factor_rows(n, divs, bound, out)
-    if rows > len(out):  # more than the first guess holds (caps only shrink the count)
-        out = np.empty((rows, k), dtype=np.int64)
-        _factor_rows(n, divs, bound, out)
-    return out[:rows]
+    # caps only shrink the count: the uncapped one is room for all (up to a million rows)
+    (out,) = filled(lambda out: _factor_rows(n, divs, bound, out), lambda rows: (np.empty((rows, k), np.int64),),
+                    min(count_ordered_factorizations(n, k), 1 << 20))
+    return out
 
 
 @njit(cache=True)

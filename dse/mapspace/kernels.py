@@ -6,8 +6,23 @@ in numpy that was a dozen small array operations per dimension, each costing mor
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
+
+
+def filled(run: Callable[..., int], make: Callable[[int], tuple[np.ndarray, ...]],
+           guess: int) -> tuple[np.ndarray, ...]:
+    """The arrays ``make(rows)`` as filled by ``run``, a kernel that writes as many rows as fit and
+    returns how many there are (the enumerations below), cut to that count: run again with room
+    for all when ``guess`` rows were too few (a cut copy frees the unused rows)."""
+    arrays = make(guess)
+    n = run(*arrays)
+    if n > guess:
+        arrays = make(n)
+        run(*arrays)
+    return tuple(a if len(a) == n else a[:n].copy() for a in arrays)
 
 
 @njit(cache=True)

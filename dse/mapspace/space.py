@@ -202,12 +202,10 @@ class Mapspace:
         """Every combination of per-dim spatial groups that fits all fan-outs: [M, D] group ids, and
         the PEs each uses [M] (the product of its factors on every fan-out)."""
         group_off = np.cumsum([0] + [len(t.group_spatial) for t in self.tables]).astype(np.int64)
-        out, pes = np.empty((4096, len(self.tables)), np.int64), np.empty(4096, np.int64)
-        n = kernels.spatial_combos(self._group_spatial, group_off, self._caps, out, pes)
-        if n > len(out):  # counted, not all written: again with room for all
-            out, pes = np.empty((n, len(self.tables)), np.int64), np.empty(n, np.int64)
-            kernels.spatial_combos(self._group_spatial, group_off, self._caps, out, pes)
-        return out[:n].copy(), pes[:n].copy()
+        combos, pes = kernels.filled(
+            lambda out, pes: kernels.spatial_combos(self._group_spatial, group_off, self._caps, out, pes),
+            lambda n: (np.empty((n, len(self.tables)), np.int64), np.empty(n, np.int64)), 4096)
+        return combos, pes
 
     # ---- size ------------------------------------------------------------------------------------
     def size(self) -> MapspaceSize:
