@@ -318,21 +318,20 @@ def count(tem, spx, spy, rank, keep, timeloop,
         if j0 == 0:
             if b > start:
                 _flush(o, blk, b - blk, fills, reads, updates, hops, words)
-            # gather the next block, the batch axis innermost: contiguous reads in either layout
+            # gather the next block (mapping by mapping: the rows of a batch-first layout are
+            # contiguous, and a batch-last one's few hundred columns stay in cache)
             nb = min(blk, b_n - b)
-            for m in range(n_lv):
-                for d in range(d_n):
-                    di = idx[d]
-                    for j in range(nb):
+            for j in range(nb):
+                for m in range(n_lv):
+                    for d in range(d_n):
+                        di = idx[d]
                         g_t[j, m, d] = tem[b + j, m, di]
                         g_x[j, m, d] = spx[b + j, m, di]
                         g_y[j, m, d] = spy[b + j, m, di]
                         g_r[j, m, d] = rank[b + j, m, di]
-                for t in range(n_t):
-                    for j in range(nb):
+                    for t in range(n_t):
                         g_k[j, m, t] = keep[b + j, m, t]
-                # each level's ranks must be a permutation of 0..D-1 (the loop order)
-                for j in range(nb):
+                    # each level's ranks must be a permutation of 0..D-1 (the loop order)
                     seen = 0
                     for di in range(d_all):
                         r = rank[b + j, m, di]
