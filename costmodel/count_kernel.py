@@ -198,18 +198,18 @@ def _put_term(key, p, lead, f, w, e, lo, hi, mask, c, all_digits):
 
 @njit(cache=True, inline='always')
 def _merge_factors(mask, lo, hi, xy, excl_used, tdims, ti, mf):
-    """Into ``mf`` [D]: the product of the spatial factors of the networks in ``mask`` (bits of
+    """Into ``mf[mask]`` [D]: the product of the spatial factors of the networks in ``mask`` (bits of
     levels lo..hi-1), per dim; Timeloop's model (``excl_used``) merges only the dims tensor ``ti``
     does not use. Returns their product (merged children per group) and whether they split a
     window dim of the tensor."""
     pm, split = 1, False
-    for d in range(mf.shape[0]):
+    for d in range(mf.shape[1]):
         v = 1
         if not (excl_used and tdims[ti, 2, d]):
             for m in range(lo, hi):
                 if (mask >> m) & 1:
                     v *= xy[m, d]
-        mf[d] = v
+        mf[mask, d] = v
         pm *= v
         split = split or (tdims[ti, 3, d] != 0 and v > 1)
     return pm, split
@@ -275,11 +275,9 @@ def count(tem, spx, spy, rank, keep, timeloop,
     d_n = idx.shape[0]
     max_k, max_terms = ax_coef.shape[1], ax_coef.shape[2]
     n_s = 3 * n_lv
-    f = np.ones((n_s, d_n), np.int64)
     w = np.ones((n_s, d_n), np.int64)
     suf = np.ones((n_s + 1, d_n), np.int64)
     xy = np.ones((n_lv, d_n), np.int64)
-    rk = np.zeros((n_lv, d_n), np.int64)
     pos = np.zeros((n_lv, d_n), np.int64)
     wts = np.zeros((n_lv, d_n), np.int64)
     rcum = np.zeros((n_lv + 1, d_n), np.int64)
@@ -291,12 +289,17 @@ def count(tem, spx, spy, rank, keep, timeloop,
     trow = np.zeros((max_k, n_lv + 1), np.int64)
     multi = np.ones(n_lv + 1, np.int64)
     single = np.ones(n_lv + 1, np.int64)
-    here = np.zeros((max_k, n_lv, d_n), np.int64)
-    after = np.zeros((n_lv, d_n), np.int64)
-    shift = np.zeros((max_k, n_lv, d_n), np.int64)
-    mf = np.ones(d_n, np.int64)
-    kp = np.zeros(n_lv, np.bool_)
+    after = np.zeros(n_lv * d_n, np.int64)
+    shift = np.zeros((max_k, n_lv * d_n), np.int64)
     n_masks = 1 << n_lv
+    # per merged-network mask of the tensor at hand: merge factors per dim, their product, and
+    # whether they split a window dim (see _merge_factors)
+    m_f = np.ones((n_masks, d_n), np.int64)
+    m_pm = np.ones(n_masks, np.int64)
+    m_split = np.zeros(n_masks, np.bool_)
+    m_stamp = np.full(n_masks, -1, np.int64)
+    t_id = 0
+    kp = np.zeros(n_lv, np.bool_)
     memo_v = np.zeros((2, n_masks), np.int64)  # per link and merged-network mask: entries, distinct
     stamp = np.full((2, n_masks), -1, np.int64)
     key = np.zeros(3 + max_terms * (2 + 2 * n_s), np.int64)
@@ -307,9 +310,9 @@ def count(tem, spx, spy, rank, keep, timeloop,
     # the block's counts [5, blk, L, T] (fills, reads, updates, hops, tile words), written out in
     # runs of the batch axis
     o = np.zeros((5, blk, n_lv, n_t), np.int64)
-    g_t = np.ones((blk, n_lv, d_n), np.int64)
-    g_x = np.ones((blk, n_lv, d_n), np.int64)
-    g_y = np.ones((blk, n_lv, d_n), np.int64)
+    # per mapping of the block: slot factors [3L, D] (slot 3m: level m's temporal loop, 3m+1 /
+    # 3m+2 its X / Y) and ranks [L, D]
+    g_f = np.ones((blk, n_s, d_n), np.int64)
     g_r = np.zeros((blk, n_lv, d_n), np.int64)
     g_k = np.zeros((blk, n_lv, n_t), np.bool_)
     ordv = np.ones(d_all + 1, np.int64)  # a level's values in loop order (rank r at index r)
@@ -325,9 +328,9 @@ def count(tem, spx, spy, rank, keep, timeloop,
                 for m in range(n_lv):
                     for d in range(d_n):
                         di = idx[d]
-                        g_t[j, m, d] = tem[b + j, m, di]
-                        g_x[j, m, d] = spx[b + j, m, di]
-                        g_y[j, m, d] = spy[b + j, m, di]
+                        g_f[j, 3 * m, d] = tem[b + j, m, di]
+                        g_f[j, 3 * m + 1, d] = spx[b + j, m, di]
+                        g_f[j, 3 * m + 2, d] = spy[b + j, m, di]
                         g_r[j, m, d] = rank[b + j, m, di]
                     for t in range(n_t):
                         g_k[j, m, t] = keep[b + j, m, t]
@@ -344,15 +347,12 @@ def count(tem, spx, spy, rank, keep, timeloop,
             for m in range(n_lv):
                 for t in range(n_t):
                     o[i, j0, m, t] = 0
-        # ---- geometry: slot factors f and place values w [3L, D] (slot 3m: level m's temporal
-        # loop, 3m+1 / 3m+2 its X / Y), suffix products, loop positions in the whole nest
+        # ---- geometry: place values w [3L, D] of the slot factors f, suffix products, loop
+        # positions in the whole nest
+        f, rk = g_f[j0], g_r[j0]
         for m in range(n_lv):
             for d in range(d_n):
-                f[3 * m, d] = g_t[j0, m, d]
-                f[3 * m + 1, d] = g_x[j0, m, d]
-                f[3 * m + 2, d] = g_y[j0, m, d]
                 xy[m, d] = f[3 * m + 1, d] * f[3 * m + 2, d]
-                rk[m, d] = g_r[j0, m, d]
                 pos[m, d] = rk[m, d] + m * d_all
         for s in range(n_s - 1, -1, -1):
             for d in range(d_n):
@@ -388,6 +388,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
             o[4, j0, 0, t] = tinfo[t, 1]
 
         for ti in range(n_t):
+            t_id += 1
             is_out = tinfo[ti, 0] != 0
             st_n, free_n, n_mt = tinfo[ti, 2], tinfo[ti, 3], tinfo[ti, 4]
             excl_used = timeloop and tinfo[ti, 5] != 0
@@ -411,23 +412,6 @@ def count(tem, spx, spy, rank, keep, timeloop,
                 single[c] = sg
             for c in range(1, n_lv):
                 o[4, j0, c, ti] = multi[c] * single[c] if kp[c] else 0
-            for k in range(n_mt):
-                for m in range(n_lv):
-                    # when a loop advances, the axis's loops inner to it at its level wrap to 0
-                    for r in range(d_all + 1):
-                        ordv[r] = 0
-                    for term in range(ax_n[ti, k]):
-                        e = ax_dim[ti, k, term]
-                        ordv[rk[m, e]] = ax_coef[ti, k, term] * (f[3 * m, e] - 1) * w[3 * m, e]
-                    for r in range(d_all - 1, -1, -1):
-                        ordv[r] += ordv[r + 1]
-                    for j in range(free_n):
-                        here[k, m, j] = -ordv[rk[m, tdims[ti, 1, j]] + 1]
-                    for term in range(ax_n[ti, k]):  # ... and the advancing loop moves
-                        e = ax_dim[ti, k, term]
-                        for j in range(free_n):
-                            if tdims[ti, 1, j] == e:
-                                here[k, m, j] += ax_coef[ti, k, term] * w[3 * m, e]
             parent = 0
             for c in range(1, n_lv + 1):
                 if kp[c - 1]:
@@ -436,23 +420,36 @@ def count(tem, spx, spy, rank, keep, timeloop,
                 if not mac and not kp[c]:
                     continue
                 link_id += 1
+                # the loops whose advance can reuse the tile: those of a free dim with a factor
+                # above 1, inner to its last loop over a stationary dim (listed with their steps
+                # and shifts)
+                n_act = 0
                 if not mac:
                     jc = js[c - 1]
                     for m in range(c):
                         for j in range(free_n):
                             fj = tdims[ti, 1, j]
-                            a = wts[m, fj] if pos[m, fj] > jc else 0
+                            if pos[m, fj] <= jc or f[3 * m, fj] == 1:
+                                continue
                             still = True
                             for k in range(n_mt):
-                                sh = here[k, m, j]
+                                # the tile's shift when this loop advances: the axis's loops inner
+                                # to it at its level wrap to 0, it moves, and so does the offset
+                                # of the levels between
+                                sh = 0
                                 for term in range(ax_n[ti, k]):
-                                    e = ax_dim[ti, k, term]
-                                    sh += ax_coef[ti, k, term] * (rcum[m + 1, e] - rcum[c, e])
-                                shift[k, m, j] = sh
+                                    e, cf = ax_dim[ti, k, term], ax_coef[ti, k, term]
+                                    if rk[m, e] > rk[m, fj]:
+                                        sh -= cf * (f[3 * m, e] - 1) * w[3 * m, e]
+                                    elif e == fj:
+                                        sh += cf * w[3 * m, e]
+                                    sh += cf * (rcum[m + 1, e] - rcum[c, e])
+                                shift[k, n_act] = sh
                                 still = still and sh == 0
                             if timeloop and n_mt > 0 and not still and pos[m, fj] != last[c - 1]:
-                                a = 0
-                            after[m, j] = a
+                                continue
+                            after[n_act] = wts[m, fj]
+                            n_act += 1
                 have_s0, s0 = False, 0
                 for x in range(c, parent - 1, -1):
                     dn, er = 0, 0
@@ -463,13 +460,16 @@ def count(tem, spx, spy, rank, keep, timeloop,
                         for m in range(x, c):
                             if flags[kind, m]:
                                 mask |= 1 << m
+                        if m_stamp[mask] != t_id:  # (the merge depends on the tensor and mask only)
+                            m_stamp[mask] = t_id
+                            m_pm[mask], m_split[mask] = _merge_factors(mask, x, c, xy, excl_used, tdims, ti, m_f)
+                        pm, split = m_pm[mask], m_split[mask]
                         if stamp[0, mask] != link_id:
                             stamp[0, mask] = link_id
                             # ---- entries: new elements of the merged children over the steps
-                            pm, split = _merge_factors(mask, x, c, xy, excl_used, tdims, ti, mf)
                             u_st = single[c]
                             for i in range(st_n):
-                                u_st *= mf[tdims[ti, 0, i]]
+                                u_st *= m_f[mask, tdims[ti, 0, i]]
                             u_mt = multi[c]
                             if split:
                                 for k in range(n_mt):
@@ -490,17 +490,16 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             else:
                                 if split or not have_s0:
                                     reuse = 0
-                                    for m in range(c):
-                                        for j in range(free_n):
-                                            a = after[m, j]
-                                            for k in range(n_mt):
-                                                span = ax_span[ti, k]
-                                                sh = min(max(shift[k, m, j], -span), span) + span
-                                                if split:
-                                                    a *= rows[mrow[k] + sh]
-                                                else:
-                                                    a *= tover[tover_off[ti, k] + trow[k, c] * (2 * span + 1) + sh]
-                                            reuse += a
+                                    for i in range(n_act):
+                                        a = after[i]
+                                        for k in range(n_mt):
+                                            span = ax_span[ti, k]
+                                            sh = min(max(shift[k, i], -span), span) + span
+                                            if split:
+                                                a *= rows[mrow[k] + sh]
+                                            else:
+                                                a *= tover[tover_off[ti, k] + trow[k, c] * (2 * span + 1) + sh]
+                                        reuse += a
                                     if not split:
                                         have_s0, s0 = True, reuse
                                 else:
@@ -513,10 +512,10 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             # as never written)
                             if stamp[1, mask] != link_id:
                                 stamp[1, mask] = link_id
-                                dv = sp_above[c] // _merge_factors(mask, x, c, xy, excl_used, tdims, ti, mf)[0]
+                                dv = sp_above[c] // pm
                                 for i in range(st_n):
                                     e = tdims[ti, 0, i]
-                                    dv *= sizes[e] // (above[c, e] // mf[e])
+                                    dv *= sizes[e] // (above[c, e] // m_f[mask, e])
                                 dmask = 0 if timeloop else mask  # Timeloop's model: no merged digits in a group's set
                                 for k in range(n_mt):
                                     key[0], key[1], key[2] = SUMSET, ti, k
