@@ -25,7 +25,7 @@ SUMSET, MERGED = 1, 2  # the first word of a memo key
 _MULT = np.random.default_rng(20261204).integers(1, 2**62, size=1024, dtype=np.int64) | 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _hash(key, n):
     h = np.int64(n)
     for i in range(n):
@@ -36,7 +36,7 @@ def _hash(key, n):
     return h & 0x3FFFFFFFFFFFFFFF
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _find(slots, keys, key, n, h):
     """Slot of ``key`` (slots [cap, 3]: hash, key offset or -1, entry), or -(free slot) - 1."""
     mask = slots.shape[0] - 1
@@ -149,13 +149,20 @@ def _merged_row(key, n_terms, coefs, span, row):
     return usize
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _memo(key, n, n_terms, coefs, span, slots, keys, ent, rows, used):
-    """Entry index of ``key`` (computed and stored on a miss), or -1 when a table is full."""
+    """Entry index of ``key`` (computed and stored on a miss), or -1 when a table is full. (Inlined:
+    nearly every lookup hits, and a call passes each array as several words.)"""
     h = _hash(key, n)
     at = _find(slots, keys, key, n, h)
     if at >= 0:
         return slots[at, 2]
+    return _insert(key, n, h, -at - 1, n_terms, coefs, span, slots, keys, ent, rows, used)
+
+
+@njit(cache=True)
+def _insert(key, n, h, i, n_terms, coefs, span, slots, keys, ent, rows, used):
+    """Computes ``key``'s entry and stores it at free slot i; -1 when a table is full."""
     width = 2 * span + 1 if key[0] == MERGED else 0
     if (2 * (used[0] + 1) > slots.shape[0] or used[0] >= ent.shape[0]
             or used[1] + n + 1 > keys.shape[0] or used[2] + width > rows.shape[0]):
@@ -168,7 +175,6 @@ def _memo(key, n, n_terms, coefs, span, slots, keys, ent, rows, used):
         ent[e, 0] = _sumset_size(key, n_terms, coefs)
     keys[used[1]] = n
     keys[used[1] + 1:used[1] + 1 + n] = key[:n]
-    i = -at - 1
     slots[i, 0], slots[i, 1], slots[i, 2] = h, used[1], e
     used[0] += 1
     used[1] += n + 1
@@ -451,15 +457,17 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             after[n_act] = wts[m, fj]
                             n_act += 1
                 have_s0, s0 = False, 0
+                masks = 0, 0  # merging networks among levels x..c-1: multicast, reduction
+                dn, er = 0, 0
                 for x in range(c, parent - 1, -1):
-                    dn, er = 0, 0
-                    for kind in range(2):  # 0: down the multicast networks, 1: up the reduction ones
+                    if x < c:
+                        masks = masks[0] | flags[0, x] << x, masks[1] | flags[1, x] << x
+                    # the counts change only where the merge sets do
+                    for kind in range(2 if x == c or flags[0, x] or flags[1, x] else 0):
+                        # 0: down the multicast networks, 1: up the reduction ones
                         if kind == 1 and not is_out:
                             break
-                        mask = 0
-                        for m in range(x, c):
-                            if flags[kind, m]:
-                                mask |= 1 << m
+                        mask = masks[kind]
                         if m_stamp[mask] != t_id:  # (the merge depends on the tensor and mask only)
                             m_stamp[mask] = t_id
                             m_pm[mask], m_split[mask] = _merge_factors(mask, x, c, xy, excl_used, tdims, ti, m_f)
