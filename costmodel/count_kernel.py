@@ -190,14 +190,17 @@ def _put_term(key, p, lead, f, w, e, lo, hi, mask, c, all_digits):
     of levels above ``c`` outside ``mask``. Returns the position after it."""
     key[p] = lead
     nd = 0
-    for s in range(lo, hi):
-        m, kind = s // 3, s % 3
+    for m in range(lo // 3, hi // 3):
         merged = (mask >> m) & 1 != 0
-        chosen = (kind == 0 or m >= c or merged) if all_digits else (kind != 0 and merged)
-        if chosen and f[s, e] > 1:
-            key[p + 2 + 2 * nd] = w[s, e]
-            key[p + 3 + 2 * nd] = f[s, e]
-            nd += 1
+        if not (all_digits or merged):
+            continue
+        for s in range(3 * m, 3 * m + 3):
+            kind = s - 3 * m
+            chosen = (kind == 0 or m >= c or merged) if all_digits else kind != 0
+            if chosen and f[s, e] > 1:
+                key[p + 2 + 2 * nd] = w[s, e]
+                key[p + 3 + 2 * nd] = f[s, e]
+                nd += 1
     key[p + 1] = nd
     return p + 2 + 2 * nd
 
@@ -406,7 +409,10 @@ def count(tem, spx, spy, rank, keep, timeloop,
                     d = tdims[ti, 0, i]
                     jm = max(jm, pos[m, d] if f[3 * m, d] > 1 else -1)
                 js[m] = jm
-            for c in range(1, n_lv + 1):
+            for c in range(1, n_lv + 1):  # tile sizes at the levels that keep the tensor, and the MACs
+                if c < n_lv and not kp[c]:
+                    o[4, j0, c, ti] = 0
+                    continue
                 mu = 1
                 for k in range(n_mt):
                     trow[k, c] = _tab_row(ti, k, suf, 3 * c, ax_n, ax_dim, lk, lk_off, radix)
@@ -416,8 +422,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
                 for i in range(st_n):
                     sg *= suf[3 * c, tdims[ti, 0, i]]
                 single[c] = sg
-            for c in range(1, n_lv):
-                o[4, j0, c, ti] = multi[c] * single[c] if kp[c] else 0
+                if c < n_lv:
+                    o[4, j0, c, ti] = mu * sg
             parent = 0
             for c in range(1, n_lv + 1):
                 if kp[c - 1]:
