@@ -288,7 +288,6 @@ def count(tem, spx, spy, rank, keep, timeloop,
     suf = np.ones((n_s + 1, d_n), np.int64)
     xy = np.ones((n_lv, d_n), np.int64)
     pos = np.zeros((n_lv, d_n), np.int64)
-    wts = np.zeros((n_lv, d_n), np.int64)
     rcum = np.zeros((n_lv + 1, d_n), np.int64)
     above = np.ones((n_lv + 1, d_n), np.int64)
     n_above = np.ones(n_lv + 1, np.int64)
@@ -324,7 +323,6 @@ def count(tem, spx, spy, rank, keep, timeloop,
     g_f = np.ones((blk, n_s, d_n), np.int64)
     g_r = np.zeros((blk, n_lv, d_n), np.int64)
     g_k = np.zeros((blk, n_lv, n_t), np.bool_)
-    ordv = np.ones(d_all + 1, np.int64)  # a level's values in loop order (rank r at index r)
     for b in range(start, b_n):
         j0 = (b - start) % blk
         if j0 == 0:
@@ -377,20 +375,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
             n_above[m + 1] = n_above[m] * pt
             sp_above[m + 1] = sp_above[m] * ps
             lm = last[m - 1] if m else -1
-            # products of the factors of the loops outer to each (in loop order: no comparisons,
-            # whose outcomes random orders make unpredictable)
-            for r in range(d_all):
-                ordv[r] = 1
             for d in range(d_n):
-                ordv[rk[m, d]] = f[3 * m, d]
                 lm = max(lm, pos[m, d] if f[3 * m, d] > 1 else -1)
-            acc = n_above[m]
-            for r in range(d_all):
-                v = ordv[r]
-                ordv[r] = acc
-                acc *= v
-            for d in range(d_n):
-                wts[m, d] = ordv[rk[m, d]] * (f[3 * m, d] - 1)  # steps at which this loop advances
             last[m] = lm
         steps[b] = n_above[n_lv]
         for t in range(n_t):
@@ -460,7 +446,12 @@ def count(tem, spx, spy, rank, keep, timeloop,
                                 still = still and sh == 0
                             if timeloop and n_mt > 0 and not still and pos[m, fj] != last[c - 1]:
                                 continue
-                            after[n_act] = wts[m, fj]
+                            # the steps at which the loop advances: those of the loops outer to it
+                            # (no branch: random loop orders would make one unpredictable)
+                            a = n_above[m] * (f[3 * m, fj] - 1)
+                            for d in range(d_n):
+                                a *= f[3 * m, d] if rk[m, d] < rk[m, fj] else 1
+                            after[n_act] = a
                             n_act += 1
                 have_s0, s0 = False, 0
                 masks = 0, 0  # merging networks among levels x..c-1: multicast, reduction
