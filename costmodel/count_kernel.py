@@ -16,7 +16,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from costmodel.prefetch import prefetch
+
 SUMSET, MERGED = 1, 2  # the first word of a memo key
+
 
 
 # odd multipliers for the hash: a sum of products has no chain of dependent steps, unlike a
@@ -331,6 +334,16 @@ def count(tem, spx, spy, rank, keep, timeloop,
             # gather the next block (mapping by mapping: the rows of a batch-first layout are
             # contiguous, and a batch-last one's few hundred columns stay in cache)
             nb = min(blk, b_n - b)
+            if tem.strides[0] < tem.strides[2] and b + 3 * blk <= b_n:  # batch-last: the block after next
+                for m in range(n_lv):
+                    for di in range(d_all):
+                        for j in range(2 * blk, 3 * blk, 8):
+                            prefetch(tem, b + j, m, di)
+                            prefetch(spx, b + j, m, di)
+                            prefetch(spy, b + j, m, di)
+                            prefetch(rank, b + j, m, di)
+                    for t in range(n_t):
+                        prefetch(keep, b + 2 * blk, m, t)
             for j in range(nb):
                 for m in range(n_lv):
                     for d in range(d_n):

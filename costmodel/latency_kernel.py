@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numba import njit
 
+from costmodel.prefetch import prefetch
+
 NONE, SCALESIM, OVERLAPPED = 0, 1, 2  # systolic modes (NONE: a plain PE array)
 BLOCK = 128
 
@@ -107,6 +109,21 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     v_last = np.zeros(BLOCK)
     for b0 in range(0, b_n, BLOCK):
         nb = min(BLOCK, b_n - b0)
+        if tem.strides[0] < tem.strides[2] and b0 + 2 * BLOCK <= b_n:
+            for m in range(n_lv):
+                for d in range(n_d):
+                    for j in range(BLOCK, 2 * BLOCK, 8):
+                        prefetch(tem, b0 + j, m, d)
+                        prefetch(spx, b0 + j, m, d)
+                        prefetch(spy, b0 + j, m, d)
+                        prefetch(rank, b0 + j, m, d)
+                for t in range(n_t):
+                    prefetch(keep, b0 + BLOCK, m, t)
+                    for j in range(BLOCK, 2 * BLOCK, 8):
+                        prefetch(reads, m, t, b0 + j)
+                        prefetch(fills, m, t, b0 + j)
+                        prefetch(updates, m, t, b0 + j)
+                        prefetch(words, m, t, b0 + j)
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp)
         # copies of each level in use: the spatial factors of the levels above it
         for m in range(1, n_lv):
