@@ -277,8 +277,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
           slots, keys, ent, rows, fill, start,
           fills, reads, updates, hops, words, steps):
     """Counts of mappings start.. of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
-    [B, L, T] and [B]). Returns the index of the first mapping not counted (B when all are), or
-    -(i + 1) when mapping i's ranks are not a permutation per level (nothing is counted then).
+    [L, T, B] and [B]). Returns the index of the first mapping not counted (B when all are), or
+    -(i + 1) when mapping i's ranks are not a permutation per level (the outputs are then incomplete).
 
     The plan (costmodel.analysis._Plan.packed) is costmodel.tiles.PackedTables's arrays with
     ``flags`` [2, L] after ``sizes``: the multicast / reduction networks that merge."""
@@ -288,6 +288,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
     max_k, max_terms = ax_coef.shape[1], ax_coef.shape[2]
     n_s = 3 * n_lv
     w = np.ones((n_s, d_n), np.int64)
+    f = np.ones((n_s, d_n), np.int64)
+    rk = np.zeros((n_lv, d_n), np.int64)
     suf = np.ones((n_s + 1, d_n), np.int64)
     xy = np.ones((n_lv, d_n), np.int64)
     pos = np.zeros((n_lv, d_n), np.int64)
@@ -321,19 +323,11 @@ def count(tem, spx, spy, rank, keep, timeloop,
     # the block's counts [5, blk, L, T] (fills, reads, updates, hops, tile words), written out in
     # runs of the batch axis
     o = np.zeros((5, blk, n_lv, n_t), np.int64)
-    # per mapping of the block: slot factors [3L, D] (slot 3m: level m's temporal loop, 3m+1 /
-    # 3m+2 its X / Y) and ranks [L, D]
-    g_f = np.ones((blk, n_s, d_n), np.int64)
-    g_r = np.zeros((blk, n_lv, d_n), np.int64)
-    g_k = np.zeros((blk, n_lv, n_t), np.bool_)
     for b in range(start, b_n):
         j0 = (b - start) % blk
         if j0 == 0:
             if b > start:
                 _flush(o, blk, b - blk, fills, reads, updates, hops, words)
-            # gather the next block (mapping by mapping: the rows of a batch-first layout are
-            # contiguous, and a batch-last one's few hundred columns stay in cache)
-            nb = min(blk, b_n - b)
             if tem.strides[0] < tem.strides[2] and b + 3 * blk <= b_n:  # batch-last: the block after next
                 for m in range(n_lv):
                     for di in range(d_all):
@@ -344,35 +338,29 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             prefetch(rank, b + j, m, di)
                     for t in range(n_t):
                         prefetch(keep, b + 2 * blk, m, t)
-            for j in range(nb):
-                for m in range(n_lv):
-                    for d in range(d_n):
-                        di = idx[d]
-                        g_f[j, 3 * m, d] = tem[b + j, m, di]
-                        g_f[j, 3 * m + 1, d] = spx[b + j, m, di]
-                        g_f[j, 3 * m + 2, d] = spy[b + j, m, di]
-                        g_r[j, m, d] = rank[b + j, m, di]
-                    for t in range(n_t):
-                        g_k[j, m, t] = keep[b + j, m, t]
-                    # each level's ranks must be a permutation of 0..D-1 (the loop order)
-                    seen = 0
-                    for di in range(d_all):
-                        r = rank[b + j, m, di]
-                        if r < 0 or r >= d_all:
-                            return -(b + j) - 1
-                        seen |= 1 << r
-                    if seen != (1 << d_all) - 1:
-                        return -(b + j) - 1
         for i in range(4):
             for m in range(n_lv):
                 for t in range(n_t):
                     o[i, j0, m, t] = 0
-        # ---- geometry: place values w [3L, D] of the slot factors f, suffix products, loop
-        # positions in the whole nest
-        f, rk = g_f[j0], g_r[j0]
+        # ---- geometry: slot factors f [3L, D] (slot 3m: level m's temporal loop, 3m+1 / 3m+2 its
+        # X / Y) and their place values w, suffix products, loop positions in the whole nest
         for m in range(n_lv):
+            # each level's ranks must be a permutation of 0..D-1 (the loop order)
+            seen = 0
+            for di in range(d_all):
+                r = rank[b, m, di]
+                if r < 0 or r >= d_all:
+                    return -b - 1
+                seen |= 1 << r
+            if seen != (1 << d_all) - 1:
+                return -b - 1
             for d in range(d_n):
+                di = idx[d]
+                f[3 * m, d] = tem[b, m, di]
+                f[3 * m + 1, d] = spx[b, m, di]
+                f[3 * m + 2, d] = spy[b, m, di]
                 xy[m, d] = f[3 * m + 1, d] * f[3 * m + 2, d]
+                rk[m, d] = rank[b, m, di]
                 pos[m, d] = rk[m, d] + m * d_all
         for s in range(n_s - 1, -1, -1):
             for d in range(d_n):
@@ -401,7 +389,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
             st_n, free_n, n_mt = tinfo[ti, 2], tinfo[ti, 3], tinfo[ti, 4]
             excl_used = timeloop and tinfo[ti, 5] != 0
             for m in range(n_lv):
-                kp[m] = m == 0 or g_k[j0, m, ti]
+                kp[m] = m == 0 or keep[b, m, ti]
             jm = -1
             for m in range(n_lv):
                 for i in range(st_n):
