@@ -479,6 +479,14 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             u_mt = multi[c]
                             if split:
                                 for k in range(n_mt):
+                                    # an axis none of whose dims the merge splits keeps its
+                                    # unmerged tables (mrow -1)
+                                    mrow[k] = -1
+                                    for term in range(ax_n[ti, k]):
+                                        if m_f[mask, ax_dim[ti, k, term]] > 1:
+                                            mrow[k] = 0
+                                    if mrow[k] < 0:
+                                        continue
                                     key[0], key[1], key[2] = MERGED, ti, k
                                     p = 3
                                     for term in range(ax_n[ti, k]):
@@ -501,7 +509,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
                                         for k in range(n_mt):
                                             span = ax_span[ti, k]
                                             sh = min(max(shift[k, i], -span), span) + span
-                                            if split:
+                                            if split and mrow[k] >= 0:
                                                 a *= rows[mrow[k] + sh]
                                             else:
                                                 a *= tover[tover_off[ti, k] + trow[k, c] * (2 * span + 1) + sh]
