@@ -143,7 +143,9 @@ class MoveTables:
     def __init__(self, tables: list) -> None:
         self._tables = tables
         self._moves: list[PrimeMoves | None] = [None] * len(tables)
-        self._nb: list[dict[int, np.ndarray]] = [{} for _ in tables]  # per dim: row -> neighbours
+        # per dim: the PrimeMoves' own cache of neighbours by row, read here without a call
+        # (empty until the dim's moves are built)
+        self._nb: list[dict[int, np.ndarray]] = [{} for _ in tables]
 
     def __getitem__(self, di: int) -> PrimeMoves:
         pm = self._moves[di]
@@ -152,13 +154,12 @@ class MoveTables:
             if t not in _BUILT:
                 _BUILT[t] = PrimeMoves(t.table)
             pm = self._moves[di] = _BUILT[t]
+            self._nb[di] = pm._nb
         return pm
 
     def neighbours(self, di: int, row: int) -> np.ndarray:
         nb = self._nb[di].get(row)
-        if nb is None:
-            nb = self._nb[di][row] = self[di].neighbours(row)
-        return nb
+        return self[di].neighbours(row) if nb is None else nb
 
     def all_neighbours(self, rows: list[int]) -> list[np.ndarray]:
         """The neighbours of each dimension's row of one tiling ``rows`` (the descent asks this at
@@ -166,5 +167,5 @@ class MoveTables:
         out = []
         for di, r in enumerate(rows):
             nb = self._nb[di].get(r)
-            out.append(self.neighbours(di, r) if nb is None else nb)
+            out.append(self[di].neighbours(r) if nb is None else nb)
         return out
