@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from costmodel.mapping import MappingBatch
+from costmodel.mapping import MappingBatch, batch_last
 from costmodel.problem import Problem
 from costmodel.tiles import tile_words
 
@@ -123,11 +123,5 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
             break
     else:
         raise RuntimeError(f"only {have} of {n} random mappings of {problem.describe()} on {arch.name} were valid")
-    return MappingBatch(*(_batch_last(np.concatenate([getattr(p, f) for p in parts]))
+    return MappingBatch(*(batch_last(np.concatenate([getattr(p, f) for p in parts]))
                           for f in ("temporal", "spatial_x", "spatial_y", "order", "keep")))
-
-
-def _batch_last(a: np.ndarray) -> np.ndarray:
-    """The same [B, L, X] array stored batch-last (a view of a contiguous [L, X, B] array): the
-    layout of ``MappingBatch.from_mappings``, which the cost model's numpy stages read fastest."""
-    return np.ascontiguousarray(a.transpose(1, 2, 0)).transpose(2, 0, 1)

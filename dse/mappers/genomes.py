@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from costmodel.evaluate import evaluate_batch
-from costmodel.mapping import MappingBatch
-from dse.mappers.result import take_last
+from costmodel.mapping import MappingBatch, batch_last
 from dse.mappers.seen import SeenTable, hashes
 
 if TYPE_CHECKING:
@@ -99,15 +98,15 @@ class Evaluator:
         ms = self.ms
         sp = np.nonzero(ms.spatial_ok(g.rows[new]))[0]
         t, sx, sy = ms.decode(g.rows[new[sp]], batch_last=True)
-        keep = take_last(ms.keep_options, g.keep[new[sp]])
+        keep = batch_last(ms.keep_options, g.keep[new[sp]])
         fits = ms.fits(t, sx, sy, keep)
         run = np.nonzero(fits)[0][: max(0, self.room())]
         out = np.full(new.size, np.inf)
         if run.size:
             factors = (t, sx, sy, keep)
             if run.size < fits.size:  # else every decoded candidate runs: no gather
-                factors = tuple(take_last(a, run) for a in factors)
-            batch = MappingBatch(*factors[:3], take_last(g.ranks, new[sp[run]]), factors[3])
+                factors = tuple(batch_last(a, run) for a in factors)
+            batch = MappingBatch(*factors[:3], batch_last(g.ranks, new[sp[run]]), factors[3])
             ev = evaluate_batch(ms.problem, ms.arch, batch, **self.eval_kw)
             out[sp[run]] = self.state.update(batch, ev)
         done = np.ones(new.size, bool)

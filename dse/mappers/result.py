@@ -66,23 +66,14 @@ def metrics_of(ev: Any, i: int) -> dict[str, float]:
     return out
 
 
-def take_last(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Rows ``idx`` of ``a`` [B, ...] as a view of a contiguous [..., B] array: the layout the
-    cost model reads fastest (see ``MappingBatch.from_mappings``). One gather, fastest when
-    ``a`` is such a view already. (Explicit transposes: ``np.moveaxis`` costs more than the gather
-    on the mappers' small batches.)"""
-    nd = a.ndim
-    return np.take(a.transpose(*range(1, nd), 0), idx, axis=-1).transpose(nd - 1, *range(nd - 1))
-
-
 _FIELDS = ("temporal", "spatial_x", "spatial_y", "order", "keep")
 
 
 def take(batch: MappingBatch, idx: np.ndarray) -> MappingBatch:
     """Rows ``idx`` of a batch, batch-last."""
-    from costmodel.mapping import MappingBatch
+    from costmodel.mapping import MappingBatch, batch_last
 
-    return MappingBatch(*(take_last(getattr(batch, f), idx) for f in _FIELDS))
+    return MappingBatch(*(batch_last(getattr(batch, f), idx) for f in _FIELDS))
 
 
 def concat(batches: list[MappingBatch]) -> MappingBatch:
