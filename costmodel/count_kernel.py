@@ -21,7 +21,6 @@ from costmodel.prefetch import prefetch
 SUMSET, MERGED = 1, 2  # the first word of a memo key
 
 
-
 # odd multipliers for the hash: a sum of products has no chain of dependent steps, unlike a
 # byte-wise mix (keys are compared in full, so its quality only sets the number of probes)
 # (as many as the longest key: 3 + terms x (2 + 2 x slots) words, checked in costmodel.analysis._Plan)
@@ -420,8 +419,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
                     continue
                 link_id += 1
                 # the loops whose advance can reuse the tile: those of a free dim with a factor
-                # above 1, inner to its last loop over a stationary dim (listed with their steps
-                # and shifts)
+                # above 1, inner to the tile's last loop over a stationary dim (listed with their
+                # steps and shifts)
                 n_act = 0
                 if not mac:
                     jc = js[c - 1]

@@ -109,7 +109,7 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     v_last = np.zeros(BLOCK)
     for b0 in range(0, b_n, BLOCK):
         nb = min(BLOCK, b_n - b0)
-        if tem.strides[0] < tem.strides[2] and b0 + 2 * BLOCK <= b_n:
+        if tem.strides[0] < tem.strides[2] and b0 + 2 * BLOCK <= b_n:  # batch-last: the next block's lines
             for m in range(n_lv):
                 for d in range(n_d):
                     for j in range(BLOCK, 2 * BLOCK, 8):
@@ -118,7 +118,8 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                         prefetch(spy, b0 + j, m, d)
                         prefetch(rank, b0 + j, m, d)
                 for t in range(n_t):
-                    prefetch(keep, b0 + BLOCK, m, t)
+                    for j in range(BLOCK, 2 * BLOCK, 64):
+                        prefetch(keep, b0 + j, m, t)
                     for j in range(BLOCK, 2 * BLOCK, 8):
                         prefetch(reads, m, t, b0 + j)
                         prefetch(fills, m, t, b0 + j)
