@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from costmodel.prefetch import prefetch
+from costmodel.prefetch import prefetch_rows
 
 SUMSET, MERGED = 1, 2  # the first word of a memo key
 
@@ -327,16 +327,12 @@ def count(tem, spx, spy, rank, keep, timeloop,
         if j0 == 0:
             if b > start:
                 _flush(o, blk, b - blk, fills, reads, updates, hops, words)
-            if tem.strides[0] < tem.strides[2] and b + 3 * blk <= b_n:  # batch-last: the block after next
-                for m in range(n_lv):
-                    for di in range(d_all):
-                        for j in range(2 * blk, 3 * blk, 8):
-                            prefetch(tem, b + j, m, di)
-                            prefetch(spx, b + j, m, di)
-                            prefetch(spy, b + j, m, di)
-                            prefetch(rank, b + j, m, di)
-                    for t in range(n_t):
-                        prefetch(keep, b + 2 * blk, m, t)
+            if b + 3 * blk <= b_n:  # the block after next
+                prefetch_rows(tem, b + 2 * blk, blk)
+                prefetch_rows(spx, b + 2 * blk, blk)
+                prefetch_rows(spy, b + 2 * blk, blk)
+                prefetch_rows(rank, b + 2 * blk, blk)
+                prefetch_rows(keep, b + 2 * blk, blk)
         for i in range(4):
             for m in range(n_lv):
                 for t in range(n_t):

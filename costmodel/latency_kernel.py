@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-from costmodel.prefetch import prefetch
+from costmodel.prefetch import prefetch_rows
 
 NONE, SCALESIM, OVERLAPPED = 0, 1, 2  # systolic modes (NONE: a plain PE array)
 BLOCK = 128
@@ -109,22 +109,17 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     v_last = np.zeros(BLOCK)
     for b0 in range(0, b_n, BLOCK):
         nb = min(BLOCK, b_n - b0)
-        if tem.strides[0] < tem.strides[2] and b0 + 2 * BLOCK <= b_n:  # batch-last: the next block's lines
-            for m in range(n_lv):
-                for d in range(n_d):
-                    for j in range(BLOCK, 2 * BLOCK, 8):
-                        prefetch(tem, b0 + j, m, d)
-                        prefetch(spx, b0 + j, m, d)
-                        prefetch(spy, b0 + j, m, d)
-                        prefetch(rank, b0 + j, m, d)
-                for t in range(n_t):
-                    for j in range(BLOCK, 2 * BLOCK, 64):
-                        prefetch(keep, b0 + j, m, t)
-                    for j in range(BLOCK, 2 * BLOCK, 8):
-                        prefetch(reads, m, t, b0 + j)
-                        prefetch(fills, m, t, b0 + j)
-                        prefetch(updates, m, t, b0 + j)
-                        prefetch(words, m, t, b0 + j)
+        if b0 + 2 * BLOCK <= b_n:  # the next block
+            prefetch_rows(tem, b0 + BLOCK, BLOCK)
+            prefetch_rows(spx, b0 + BLOCK, BLOCK)
+            prefetch_rows(spy, b0 + BLOCK, BLOCK)
+            prefetch_rows(rank, b0 + BLOCK, BLOCK)
+            prefetch_rows(keep, b0 + BLOCK, BLOCK)
+            # the counts [L, T, B] are batch-last seen as [B, T, L]
+            prefetch_rows(reads.T, b0 + BLOCK, BLOCK)
+            prefetch_rows(fills.T, b0 + BLOCK, BLOCK)
+            prefetch_rows(updates.T, b0 + BLOCK, BLOCK)
+            prefetch_rows(words.T, b0 + BLOCK, BLOCK)
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp)
         # copies of each level in use: the spatial factors of the levels above it
         for m in range(1, n_lv):
