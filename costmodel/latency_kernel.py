@@ -29,35 +29,37 @@ def _stream_lengths(tem, rank, b0, nb, stationary, block, out):
     """Into ``out[:nb]``: ``T`` of mappings b0.. (costmodel.latency.stream_length): the product of
     the loops inner to the innermost loop of factor > 1 over a stationary dim (nest position
     ``level * D + rank``); ``block`` is scratch."""
-    n_lv, n_d = tem.shape[1], tem.shape[2]
-    for j in range(nb):
+    n_lv, n_d = tem.shape[0], tem.shape[1]
+    ub, unb = np.uint64(b0), np.uint64(nb)
+    for j in range(unb):
         block[j] = -1
         out[j] = 1
     for m in range(n_lv):
         for d in range(n_d):
             if stationary[d]:
-                for j in range(nb):
-                    pos = m * n_d + rank[b0 + j, m, d]
-                    block[j] = max(block[j], pos if tem[b0 + j, m, d] > 1 else -1)
+                for j in range(unb):
+                    pos = m * n_d + rank[m, d, ub + j]
+                    block[j] = max(block[j], pos if tem[m, d, ub + j] > 1 else -1)
     for m in range(n_lv):
         for d in range(n_d):
             if not stationary[d]:
-                for j in range(nb):
-                    inner = m * n_d + rank[b0 + j, m, d] > block[j]
-                    out[j] *= tem[b0 + j, m, d] if inner else 1
+                for j in range(unb):
+                    inner = m * n_d + rank[m, d, ub + j] > block[j]
+                    out[j] *= tem[m, d, ub + j] if inner else 1
 
 
 @njit(cache=True, inline='always')
 def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out):
     """Into ``out[:nb]``: compute cycles of mappings b0..: their temporal steps, or the systolic
     fold model."""
+    ub, unb = np.uint64(b0), np.uint64(nb)
     if mode == NONE:
-        for j in range(nb):
-            out[j] = steps[b0 + j]
+        for j in range(unb):
+            out[j] = steps[ub + j]
         return
     _stream_lengths(tem, rank, b0, nb, stationary, block, out)
-    for j in range(nb):
-        t, s = out[j], steps[b0 + j]
+    for j in range(unb):
+        t, s = out[j], steps[ub + j]
         folds = s // t
         out[j] = folds * (t + over) if mode == SCALESIM else s + over + (folds - 1) * max(0, rows - t)
 
@@ -66,8 +68,8 @@ def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out)
 def stream_lengths(tem, rank, stationary, out):
     """Into ``out`` [B]: each mapping's stream length ``T``."""
     block = np.empty(BLOCK, np.int64)
-    for b0 in range(0, tem.shape[0], BLOCK):
-        nb = min(BLOCK, tem.shape[0] - b0)
+    for b0 in range(0, tem.shape[2], BLOCK):
+        nb = min(BLOCK, tem.shape[2] - b0)
         _stream_lengths(tem, rank, b0, nb, stationary, block, out[b0:b0 + nb])
 
 
@@ -75,8 +77,8 @@ def stream_lengths(tem, rank, stationary, out):
 def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
     """Into ``out`` [B]: each mapping's compute cycles."""
     block = np.empty(BLOCK, np.int64)
-    for b0 in range(0, tem.shape[0], BLOCK):
-        nb = min(BLOCK, tem.shape[0] - b0)
+    for b0 in range(0, tem.shape[2], BLOCK):
+        nb = min(BLOCK, tem.shape[2] - b0)
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out[b0:b0 + nb])
 
 
@@ -85,12 +87,13 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
             read_bw, write_bw, db, staged, holds, is_out, copies_mask,
             mode, stationary, rows, over, vec, vec_total, overlap,
             compute, traffic, total, fill, drain, vector):
-    """Cycles of every mapping (inputs [B, L, D] and [B, L, T]; counts [L, T, B]; ``traffic``
+    """Cycles of every mapping (inputs [L, D, B] and [L, T, B], counts [L, T, B]: the batch
+    innermost, so that the loops over a block vectorize when these are C-contiguous; ``traffic``
     [2, L, B]). ``staged`` [L] marks the staged levels, ``holds`` [L, T] which tensors a level
     holds, ``copies_mask`` [L, T, D] the dims whose spatial factors give distinct tiles below a
     level (none where its fan-out is 1); ``vec`` = (lanes, level, output tensor, elements,
     passes per element), lanes 0 without a vector unit, whose total cycles are ``vec_total``."""
-    b_n, n_lv, n_d = tem.shape
+    n_lv, n_d, b_n = tem.shape
     n_t = is_out.shape[0]
     s0 = n_lv  # the outermost staged level (n_lv: none)
     for m in range(n_lv - 1, -1, -1):
@@ -109,13 +112,15 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     v_last = np.zeros(BLOCK)
     for b0 in range(0, b_n, BLOCK):
         nb = min(BLOCK, b_n - b0)
+        ub, unb = np.uint64(b0), np.uint64(nb)  # unsigned indices: no negative-index fix-up, so
+        # the loops over the block read contiguous vectors instead of gathering
         if b0 + 2 * BLOCK <= b_n:  # the next block
-            prefetch_rows(tem, b0 + BLOCK, BLOCK)
-            prefetch_rows(spx, b0 + BLOCK, BLOCK)
-            prefetch_rows(spy, b0 + BLOCK, BLOCK)
-            prefetch_rows(rank, b0 + BLOCK, BLOCK)
-            prefetch_rows(keep, b0 + BLOCK, BLOCK)
-            # the counts [L, T, B] are batch-last seen as [B, T, L]
+            # (an [L, X, B] array seen as [B, X, L])
+            prefetch_rows(tem.T, b0 + BLOCK, BLOCK)
+            prefetch_rows(spx.T, b0 + BLOCK, BLOCK)
+            prefetch_rows(spy.T, b0 + BLOCK, BLOCK)
+            prefetch_rows(rank.T, b0 + BLOCK, BLOCK)
+            prefetch_rows(keep.T, b0 + BLOCK, BLOCK)
             prefetch_rows(reads.T, b0 + BLOCK, BLOCK)
             prefetch_rows(fills.T, b0 + BLOCK, BLOCK)
             prefetch_rows(updates.T, b0 + BLOCK, BLOCK)
@@ -123,44 +128,44 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp)
         # copies of each level in use: the spatial factors of the levels above it
         for m in range(1, n_lv):
-            for j in range(nb):
+            for j in range(unb):
                 busy[m, j] = busy[m - 1, j]
             for d in range(n_d):
-                for j in range(nb):
-                    busy[m, j] *= spx[b0 + j, m - 1, d] * spy[b0 + j, m - 1, d]
+                for j in range(unb):
+                    busy[m, j] *= spx[m - 1, d, ub + j] * spy[m - 1, d, ub + j]
         # each level's read and write cycles: words / (busy copies * bandwidth), ports in parallel
         for m in range(n_lv):
-            for j in range(nb):
+            for j in range(unb):
                 r, wr = 0, 0
                 for t in range(n_t):
-                    r += reads[m, t, b0 + j]
-                    wr += fills[m, t, b0 + j] + updates[m, t, b0 + j]
+                    r += reads[m, t, ub + j]
+                    wr += fills[m, t, ub + j] + updates[m, t, ub + j]
                 bz = float(busy[m, j])
                 tr = np.int64(math.ceil(r / bz / read_bw[m]))
                 tw = np.int64(math.ceil(wr / bz / write_bw[m]))
-                traffic[0, m, b0 + j] = tr
-                traffic[1, m, b0 + j] = tw
+                traffic[0, m, ub + j] = tr
+                traffic[1, m, ub + j] = tw
                 per[m, j] = max(tr, tw)
         # tiles of the outermost staged level: the temporal steps above it
-        for j in range(nb):
+        for j in range(unb):
             tiles[j] = 1
         for m in range(s0 if s0 < n_lv else 0):
             for d in range(n_d):
-                for j in range(nb):
-                    tiles[j] *= tem[b0 + j, m, d]
-        for j in range(nb):
+                for j in range(unb):
+                    tiles[j] *= tem[m, d, ub + j]
+        for j in range(unb):
             v_last[j] = 0.0
-            vector[b0 + j] = vec_total
+            vector[ub + j] = vec_total
             served = 0
             for m in range(n_lv):
                 served += per[m, j]
-            total[b0 + j] = comp[j] + v_ceil + served  # serial, for now
-            compute[b0 + j] = comp[j]
-            fill[b0 + j] = 0.0
-            drain[b0 + j] = 0.0
+            total[ub + j] = comp[j] + v_ceil + served  # serial, for now
+            compute[ub + j] = comp[j]
+            fill[ub + j] = 0.0
+            drain[ub + j] = 0.0
         if lanes > 0:  # the last output tile's vector passes (all copies)
-            for j in range(nb):
-                tile = min(words[vl, vo, b0 + j] * busy[vl, j], elements)
+            for j in range(unb):
+                tile = min(words[vl, vo, ub + j] * busy[vl, j], elements)
                 v_last[j] = float(passes * ((tile + lanes - 1) // lanes)) if tile > 0 else vec_total / tiles[j]
         if not overlap:
             continue
@@ -174,8 +179,8 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                         continue
                     out = is_out[ti]
                     child_bw = read_bw[lv] if out else write_bw[lv]
-                    for j in range(nb):
-                        cyc[j] = float(words[lv, ti, b0 + j]) / child_bw
+                    for j in range(unb):
+                        cyc[j] = float(words[lv, ti, ub + j]) / child_bw
                         copies[j] = 1
                         walking[j] = True
                     # up to the nearest level keeping the tensor (level 0 keeps all): the
@@ -184,48 +189,48 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                         parent_bw = write_bw[m] if out else read_bw[m]
                         for d in range(n_d):
                             if copies_mask[m, ti, d]:
-                                for j in range(nb):
-                                    copies[j] *= spx[b0 + j, m, d] * spy[b0 + j, m, d]
-                        for j in range(nb):
-                            hit = walking[j] and (m == 0 or keep[b0 + j, m, ti])
-                            parent = float(words[lv, ti, b0 + j]) * copies[j] / (busy[m, j] * parent_bw)
+                                for j in range(unb):
+                                    copies[j] *= spx[m, d, ub + j] * spy[m, d, ub + j]
+                        for j in range(unb):
+                            hit = walking[j] and (m == 0 or keep[m, ti, ub + j])
+                            parent = float(words[lv, ti, ub + j]) * copies[j] / (busy[m, j] * parent_bw)
                             cyc[j] = max(cyc[j], parent) if hit else cyc[j]
                             walking[j] = walking[j] and not hit
-                    for j in range(nb):
+                    for j in range(unb):
                         if out:
-                            drain[b0 + j] += cyc[j]
+                            drain[ub + j] += cyc[j]
                         else:
-                            fill[b0 + j] += cyc[j]
-            for j in range(nb):
+                            fill[ub + j] += cyc[j]
+            for j in range(unb):
                 inside, rd_port, wr_port = 0, 0, 0  # double-buffered levels inside / above a tile
                 for m in range(n_lv):
                     if db[m] and m >= s0:
                         inside = max(inside, per[m, j])
                     elif db[m]:
-                        rd_port = max(rd_port, traffic[0, m, b0 + j])
-                        wr_port = max(wr_port, traffic[1, m, b0 + j])
+                        rd_port = max(rd_port, traffic[0, m, ub + j])
+                        wr_port = max(wr_port, traffic[1, m, ub + j])
                 array = max(comp[j], inside)
-                f, dr, vla = fill[b0 + j], drain[b0 + j], v_last[j]
+                f, dr, vla = fill[ub + j], drain[ub + j], v_last[j]
                 c_tile = array / tiles[j]
                 ports = max(rd_port + dr, wr_port + f)
                 pipe = max(max(f + array + vla + dr, f + c_tile + vec_total + dr), ports + c_tile + vla)
-                _finish(pipe, per, j, db, total, b0)
+                _finish(pipe, per, j, db, total, ub)
         else:
-            for j in range(nb):
+            for j in range(unb):
                 moved = 0
                 for m in range(n_lv):
                     if db[m]:
                         moved = max(moved, per[m, j])
                 pipe = max(max(float(comp[j]), vec_total), float(moved))
-                _finish(pipe, per, j, db, total, b0)
+                _finish(pipe, per, j, db, total, ub)
 
 
 @njit(cache=True, inline='always')
-def _finish(pipe, per, j, db, total, b0):
-    """The overlapped total of mapping b0 + j: whole cycles of the pipeline, plus the transfers
+def _finish(pipe, per, j, db, total, ub):
+    """The overlapped total of mapping ub + j: whole cycles of the pipeline, plus the transfers
     of the single-buffered levels, capped by the serial time already in ``total``."""
     t_all = np.int64(math.ceil(pipe - 1e-9))
     for m in range(per.shape[0]):
         if not db[m]:
             t_all += per[m, j]
-    total[b0 + j] = min(t_all, total[b0 + j])
+    total[ub + j] = min(t_all, total[ub + j])
