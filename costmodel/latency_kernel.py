@@ -24,7 +24,7 @@ NONE, SCALESIM, OVERLAPPED = 0, 1, 2  # systolic modes (NONE: a plain PE array)
 BLOCK = 128
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True, inline="always", error_model="numpy")
 def _stream_lengths(tem, rank, b0, nb, stationary, block, out):
     """Into ``out[:nb]``: ``T`` of mappings b0.. (costmodel.latency.stream_length): the product of
     the loops inner to the innermost loop of factor > 1 over a stationary dim (nest position
@@ -48,7 +48,7 @@ def _stream_lengths(tem, rank, b0, nb, stationary, block, out):
                     out[j] *= tem[m, d, ub + j] if inner else 1
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True, inline="always", error_model="numpy")
 def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out):
     """Into ``out[:nb]``: compute cycles of mappings b0..: their temporal steps, or the systolic
     fold model."""
@@ -64,7 +64,7 @@ def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out)
         out[j] = folds * (t + over) if mode == SCALESIM else s + over + (folds - 1) * max(0, rows - t)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def stream_lengths(tem, rank, stationary, out):
     """Into ``out`` [B]: each mapping's stream length ``T``."""
     block = np.empty(BLOCK, np.int64)
@@ -73,7 +73,7 @@ def stream_lengths(tem, rank, stationary, out):
         _stream_lengths(tem, rank, b0, nb, stationary, block, out[b0:b0 + nb])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
     """Into ``out`` [B]: each mapping's compute cycles."""
     block = np.empty(BLOCK, np.int64)
@@ -82,7 +82,7 @@ def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out[b0:b0 + nb])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
             read_bw, write_bw, db, staged, holds, is_out, copies_mask,
             mode, stationary, rows, over, vec, vec_total, overlap,
@@ -106,6 +106,8 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     comp = np.zeros(BLOCK, np.int64)
     tiles = np.ones(BLOCK, np.int64)
     scratch = np.zeros(BLOCK, np.int64)
+    rsum = np.zeros(BLOCK, np.int64)  # a level's words read / written, per mapping of the block
+    wsum = np.zeros(BLOCK, np.int64)
     copies = np.ones(BLOCK, np.int64)
     walking = np.zeros(BLOCK, np.bool_)
     cyc = np.zeros(BLOCK)
@@ -135,14 +137,16 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                     busy[m, j] *= spx[m - 1, d, ub + j] * spy[m - 1, d, ub + j]
         # each level's read and write cycles: words / (busy copies * bandwidth), ports in parallel
         for m in range(n_lv):
+            for j in range(unb):  # (innermost loops over the block: they vectorize)
+                rsum[j], wsum[j] = 0, 0
+            for t in range(n_t):
+                for j in range(unb):
+                    rsum[j] += reads[m, t, ub + j]
+                    wsum[j] += fills[m, t, ub + j] + updates[m, t, ub + j]
             for j in range(unb):
-                r, wr = 0, 0
-                for t in range(n_t):
-                    r += reads[m, t, ub + j]
-                    wr += fills[m, t, ub + j] + updates[m, t, ub + j]
                 bz = float(busy[m, j])
-                tr = np.int64(math.ceil(r / bz / read_bw[m]))
-                tw = np.int64(math.ceil(wr / bz / write_bw[m]))
+                tr = np.int64(math.ceil(rsum[j] / bz / read_bw[m]))
+                tw = np.int64(math.ceil(wsum[j] / bz / write_bw[m]))
                 traffic[0, m, ub + j] = tr
                 traffic[1, m, ub + j] = tw
                 per[m, j] = max(tr, tw)
@@ -225,7 +229,7 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                 _finish(pipe, per, j, db, total, ub)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True, inline="always", error_model="numpy")
 def _finish(pipe, per, j, db, total, ub):
     """The overlapped total of mapping ub + j: whole cycles of the pipeline, plus the transfers
     of the single-buffered levels, capped by the serial time already in ``total``."""
