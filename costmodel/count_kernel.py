@@ -235,6 +235,21 @@ def _tab_row(ti, k, suf, s, ax_n, ax_dim, lk, lk_off, radix):
     return r
 
 
+@njit(cache=True, inline='always')
+def _tile(ti, ext, r, c, tinfo, tdims, ax_n, ax_dim, tsize, tsize_off, lk, lk_off, radix, trow):
+    """Tensor ``ti``'s tile whose dims span ``ext[r]``: the product of its window axes' sizes and
+    that of its single-term dims' extents (the tile's words are their product). Each window
+    axis's table row goes to ``trow[k, c]``."""
+    mu = 1
+    for k in range(tinfo[ti, 4]):
+        trow[k, c] = _tab_row(ti, k, ext, r, ax_n, ax_dim, lk, lk_off, radix)
+        mu *= tsize[tsize_off[ti, k] + trow[k, c]]
+    sg = 1
+    for i in range(tinfo[ti, 2]):
+        sg *= ext[r, tdims[ti, 0, i]]
+    return mu, sg
+
+
 @njit(cache=True)
 def tile_words(tem, spx, spy, idx, tinfo, tdims, ax_n, ax_dim, tsize, tsize_off, lk, lk_off, radix, out):
     """Into ``out`` [L, T, B]: words of each tensor's tile at each level (level 0: the whole
@@ -242,6 +257,7 @@ def tile_words(tem, spx, spy, idx, tinfo, tdims, ax_n, ax_dim, tsize, tsize_off,
     b_n, n_lv, _ = tem.shape
     n_t, d_n = tinfo.shape[0], idx.shape[0]
     ext = np.ones((n_lv, d_n), np.int64)  # ext[c]: each dim's extent in a tile at level c
+    trow = np.zeros((ax_n.shape[1], n_lv), np.int64)
     for b in range(b_n):
         for d in range(d_n):
             di, e = idx[d], 1
@@ -251,12 +267,8 @@ def tile_words(tem, spx, spy, idx, tinfo, tdims, ax_n, ax_dim, tsize, tsize_off,
         for ti in range(n_t):
             out[0, ti, b] = tinfo[ti, 1]
             for c in range(1, n_lv):
-                words = 1
-                for k in range(tinfo[ti, 4]):
-                    words *= tsize[tsize_off[ti, k] + _tab_row(ti, k, ext, c, ax_n, ax_dim, lk, lk_off, radix)]
-                for i in range(tinfo[ti, 2]):
-                    words *= ext[c, tdims[ti, 0, i]]
-                out[c, ti, b] = words
+                mu, sg = _tile(ti, ext, c, c, tinfo, tdims, ax_n, ax_dim, tsize, tsize_off, lk, lk_off, radix, trow)
+                out[c, ti, b] = mu * sg
 
 
 @njit(cache=True)
@@ -395,17 +407,10 @@ def count(tem, spx, spy, rank, keep, timeloop,
                 if c < n_lv and not kp[c]:
                     o[4, j0, c, ti] = 0
                     continue
-                mu = 1
-                for k in range(n_mt):
-                    trow[k, c] = _tab_row(ti, k, suf, 3 * c, ax_n, ax_dim, lk, lk_off, radix)
-                    mu *= tsize[tsize_off[ti, k] + trow[k, c]]
-                multi[c] = mu
-                sg = 1
-                for i in range(st_n):
-                    sg *= suf[3 * c, tdims[ti, 0, i]]
-                single[c] = sg
+                multi[c], single[c] = _tile(ti, suf, 3 * c, c, tinfo, tdims, ax_n, ax_dim, tsize, tsize_off, lk,
+                                            lk_off, radix, trow)
                 if c < n_lv:
-                    o[4, j0, c, ti] = mu * sg
+                    o[4, j0, c, ti] = multi[c] * single[c]
             parent = 0
             for c in range(1, n_lv + 1):
                 if kp[c - 1]:

@@ -160,7 +160,8 @@ class Mapping:
         from costmodel.tiles import tile_words  # late: tiles imports this module
 
         executed = padded_problem(problem, pad)
-        words = tile_words(executed, MappingBatch.from_mappings([self], executed, arch))[0]
+        one = MappingBatch.from_mappings([self], executed, arch)
+        words = tile_words(executed, one.temporal, one.spatial_x, one.spatial_y)[0]
         for li, lv in enumerate(alevels):
             if lv.capacity_words is None:
                 continue
@@ -249,7 +250,8 @@ class Mapping:
 
         sizes = problem.sizes
         problem = self.problem_for(problem)
-        words = tile_words(problem, MappingBatch.from_mappings([self], problem, arch))[0]
+        one = MappingBatch.from_mappings([self], problem, arch)
+        words = tile_words(problem, one.temporal, one.spatial_x, one.spatial_y)[0]
         lines, depth = [], 0
         if self.padded:
             lines.append("# padded: " + ", ".join(f"{d} {sizes[d]} -> {n}" for d, n in self.padded))

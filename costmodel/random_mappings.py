@@ -67,7 +67,7 @@ def _usable(arch: Architecture) -> np.ndarray:
 
 def _kept_words(problem: Problem, cand: MappingBatch, idx: np.ndarray, level: int) -> np.ndarray:
     sub = _take(cand, idx)
-    return np.where(sub.keep[:, level], tile_words(problem, sub)[:, level], 0).sum(axis=1)
+    return np.where(sub.keep[:, level], tile_words(problem, sub.temporal, sub.spatial_x, sub.spatial_y)[:, level], 0).sum(axis=1)
 
 
 def _repair(problem: Problem, arch: Architecture, cand: MappingBatch) -> None:
@@ -97,7 +97,7 @@ def _valid(problem: Problem, arch: Architecture, cand: MappingBatch) -> np.ndarr
     for li, lv in enumerate(arch.levels):
         ok &= cand.spatial_x[:, li].prod(axis=1) <= lv.fanout_x
         ok &= cand.spatial_y[:, li].prod(axis=1) <= lv.fanout_y
-    words = np.where(cand.keep, tile_words(problem, cand), 0).sum(axis=2)  # [B, L]
+    words = np.where(cand.keep, tile_words(problem, cand.temporal, cand.spatial_x, cand.spatial_y), 0).sum(axis=2)  # [B, L]
     return ok & (words <= _usable(arch)[None, :]).all(axis=1)
 
 

@@ -189,14 +189,15 @@ def packed_tables(problem: Problem) -> PackedTables:
                         np.concatenate(lookups), lk_off, radix)
 
 
-def tile_words(problem: Problem, batch) -> np.ndarray:
+def tile_words(problem: Problem, temporal: np.ndarray, spatial_x: np.ndarray, spatial_y: np.ndarray) -> np.ndarray:
     """[B, L, T] words of each tensor's tile at each level (per instance), kept or not; level 0
-    holds the whole tensor. Reads only ``batch.temporal``, ``.spatial_x`` and ``.spatial_y``."""
+    holds the whole tensor. Takes the factors [B, L, D] of a MappingBatch (the tiles need no
+    orders or keeps)."""
     from costmodel import count_kernel
 
     pk = packed_tables(problem)
-    b, n_lv, _ = batch.temporal.shape
+    b, n_lv, _ = temporal.shape
     out = np.empty((n_lv, len(problem.tensors), b), np.int64)
-    count_kernel.tile_words(batch.temporal, batch.spatial_x, batch.spatial_y, pk.idx, pk.tinfo, pk.tdims,
+    count_kernel.tile_words(temporal, spatial_x, spatial_y, pk.idx, pk.tinfo, pk.tdims,
                             pk.ax_n, pk.ax_dim, pk.tsize, pk.tsize_off, pk.lk, pk.lk_off, pk.radix, out)
     return out.transpose(2, 0, 1)

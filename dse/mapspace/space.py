@@ -294,7 +294,7 @@ class Mapspace:
 
     def kept_words(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
         """[C, K, L]: words tiling c keeps at each level with keep option k."""
-        words = tile_words(self.problem, _Factors(temporal, sx, sy))  # [C, L, T]
+        words = tile_words(self.problem, temporal, sx, sy)  # [C, L, T]
         return np.einsum("clt,klt->ckl", words, self.keep_options.astype(np.int64))
 
     def capacity_ok(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
@@ -304,7 +304,7 @@ class Mapspace:
     def fits(self, temporal: np.ndarray, sx: np.ndarray, sy: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """[C]: tiling c with its own keep choice ``keep`` [C, L, T] fits every level (the same rule
         as :meth:`capacity_ok`, for one keep choice per tiling)."""
-        words = tile_words(self.problem, _Factors(temporal, sx, sy))  # [C, L, T]
+        words = tile_words(self.problem, temporal, sx, sy)  # [C, L, T]
         return ((words * keep).sum(axis=2) <= self.usable).all(axis=1)
 
     # ---- orders and full candidates --------------------------------------------------------------
@@ -385,12 +385,3 @@ def _all_groups(tables: list[DimTable]) -> tuple[np.ndarray, np.ndarray, np.ndar
     offset = np.cumsum([0] + [len(t.table) for t in tables[:-1]])
     starts = np.concatenate([t.group_start[:-1] + o for t, o in zip(tables, offset, strict=True)])
     return offset, starts, np.concatenate([t.group_spatial for t in tables]).T.copy()
-
-
-@dataclass
-class _Factors:
-    """The factor arrays tile_words reads (a MappingBatch without orders or keeps)."""
-
-    temporal: np.ndarray
-    spatial_x: np.ndarray
-    spatial_y: np.ndarray

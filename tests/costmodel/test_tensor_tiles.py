@@ -25,7 +25,7 @@ def test_tile_words_against_sets():
     arch = load_architecture("eyeriss_like")
     shape = shape_of(prob)
     batch = random_mappings(prob, arch, 20, seed=3)
-    words = tile_words(prob, batch)  # [B, L, T]
+    words = tile_words(prob, batch.temporal, batch.spatial_x, batch.spatial_y)  # [B, L, T]
     f = (batch.temporal * batch.spatial_x * batch.spatial_y)[:, :, list(shape.active)]  # [B, L, D]
     for i, lv in itertools.product(range(len(batch)), range(1, len(arch.levels))):
         ext = f[i, lv:].prod(axis=0).tolist()  # each dim's extent in a tile at that level

@@ -68,7 +68,7 @@ def enumerate_all(problem, arch, chunk: int = 20000):
         ranks = _orders(f[0])  # [n_o, L, D]
         probe = MappingBatch(*(np.repeat(f[None, k], len(keeps), axis=0) for k in range(3)),
                              np.zeros((len(keeps), n_lv, len(dims)), np.int64), keeps)
-        need = np.where(keeps, tile_words(problem, probe), 0).sum(axis=2)
+        need = np.where(keeps, tile_words(problem, probe.temporal, probe.spatial_x, probe.spatial_y), 0).sum(axis=2)
         for ki in np.nonzero((need <= usable).all(axis=1))[0]:
             for o in ranks:
                 pending.append((f, o, keeps[ki]))
