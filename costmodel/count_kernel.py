@@ -466,7 +466,8 @@ def count(tem, spx, spy, rank, keep, timeloop,
                         if kind == 1 and not is_out:
                             break
                         mask = masks[kind]
-                        if m_stamp[mask] != t_id:  # (the merge depends on the tensor and mask only)
+                        if mask and m_stamp[mask] != t_id:  # (the merge depends on the tensor and mask
+                            # only; no network merges nothing: m_f[0] stays 1)
                             m_stamp[mask] = t_id
                             m_pm[mask], m_split[mask] = _merge_factors(mask, x, c, xy, excl_used, tdims, ti, m_f)
                         pm, split = m_pm[mask], m_split[mask]
