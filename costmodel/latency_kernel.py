@@ -4,7 +4,10 @@ Why compiled: the model is a few dozen operations per mapping over [level, tenso
 numpy passes over the 100-500 mappings the mappers send per call, the fixed cost of its ~60 passes
 outweighed the arithmetic (0.3 ms a call). The kernel runs the same passes over blocks of 128
 mappings (the batch axis innermost, as numpy does: no data-dependent branches, which random keep
-choices and loop orders would make mispredict), so the temporaries stay in L1 cache. It takes the
+choices and loop orders would make mispredict), so the temporaries stay in L1 cache. It reads the
+mapping arrays as [L, X, B] views (C-contiguous for MappingBatch's batch-last arrays) with unsigned
+block indices, so those loops load contiguous vectors: no gathers, and no prefetch hints needed (the
+rows are sequential streams the hardware prefetchers follow; hints were 20 % slower). It takes the
 same float operations in the same order as the formulas of those modules' docstrings, so its
 results equal theirs bit for bit.
 
@@ -17,8 +20,6 @@ import math
 
 import numpy as np
 from numba import njit
-
-from costmodel.prefetch import prefetch_rows
 
 NONE, SCALESIM, OVERLAPPED = 0, 1, 2  # systolic modes (NONE: a plain PE array)
 BLOCK = 128
@@ -116,17 +117,6 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
         nb = min(BLOCK, b_n - b0)
         ub, unb = np.uint64(b0), np.uint64(nb)  # unsigned indices: no negative-index fix-up, so
         # the loops over the block read contiguous vectors instead of gathering
-        if b0 + 2 * BLOCK <= b_n:  # the next block
-            # (an [L, X, B] array seen as [B, X, L])
-            prefetch_rows(tem.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(spx.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(spy.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(rank.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(keep.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(reads.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(fills.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(updates.T, b0 + BLOCK, BLOCK)
-            prefetch_rows(words.T, b0 + BLOCK, BLOCK)
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp)
         # copies of each level in use: the spatial factors of the levels above it
         for m in range(1, n_lv):
