@@ -62,14 +62,15 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
     out = [np.empty((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
     steps = np.empty(b, np.int64)
     pk, memo = plan.packed, plan.memo
+    bad = count_kernel.first_bad_order(batch.order)
+    if bad >= 0:
+        raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
+                         "permutation of 0..D-1")
     start = 0
     while start < b:
         start = count_kernel.count(batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep,
                                    model == "timeloop", *pk, *memo.arrays(), start, *out, steps)
-        if start < 0:
-            raise ValueError(f"MappingBatch.order: mapping {-start - 1}: the ranks of each level must be a "
-                             "permutation of 0..D-1")
-        if 0 <= start < b:
+        if start < b:
             memo.grow()
     fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in out)
     return Accesses(fills=fills, reads=reads, updates=updates, hops=hops, tile_words=words,

@@ -282,14 +282,37 @@ def _flush(o, nb, b0, fills, reads, updates, hops, words):
 
 
 @njit(cache=True)
+def first_bad_order(rank):
+    """Index of the first mapping whose ranks [B, L, D] are not a permutation of 0..D-1 at some
+    level, or -1. A pass of its own, over blocks of the batch axis (contiguous in a batch-last
+    array, so it vectorizes): inside the counting loop the check cost about 5 % of its time."""
+    b_n, n_lv, d_all = rank.shape
+    full, lim, one = np.uint64((1 << d_all) - 1), np.uint64(63), np.uint64(1)
+    blk = 256
+    seen = np.zeros(blk, np.uint64)
+    for b0 in range(0, b_n, blk):
+        nb = min(blk, b_n - b0)
+        for m in range(n_lv):
+            seen[:nb] = 0
+            for di in range(d_all):
+                for j in range(nb):
+                    u = np.uint64(rank[b0 + j, m, di])  # a negative rank wraps to a large one
+                    seen[j] |= one << min(u, lim)  # out of range: a bit above ``full``
+            for j in range(nb):
+                if seen[j] != full:
+                    return b0 + j
+    return -1
+
+
+@njit(cache=True)
 def count(tem, spx, spy, rank, keep, timeloop,
           idx, sizes, flags, tinfo, tdims, ax_n, ax_coef, ax_dim, ax_span,
           tsize, tsize_off, tover, tover_off, lk, lk_off, radix,
           slots, keys, ent, rows, fill, start,
           fills, reads, updates, hops, words, steps):
     """Counts of mappings start.. of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
-    [L, T, B] and [B]). Returns the index of the first mapping not counted (B when all are), or
-    -(i + 1) when mapping i's ranks are not a permutation per level (the outputs are then incomplete).
+    [L, T, B] and [B]). Returns the index of the first mapping not counted (B when all are). The
+    ranks must be permutations (see :func:`first_bad_order`).
 
     The plan (costmodel.analysis._Plan.packed) is costmodel.tiles.PackedTables's arrays with
     ``flags`` [2, L] after ``sizes``: the multicast / reduction networks that merge."""
@@ -352,15 +375,6 @@ def count(tem, spx, spy, rank, keep, timeloop,
         # ---- geometry: slot factors f [3L, D] (slot 3m: level m's temporal loop, 3m+1 / 3m+2 its
         # X / Y) and their place values w, suffix products, loop positions in the whole nest
         for m in range(n_lv):
-            # each level's ranks must be a permutation of 0..D-1 (the loop order)
-            seen = 0
-            for di in range(d_all):
-                r = rank[b, m, di]
-                if r < 0 or r >= d_all:
-                    return -b - 1
-                seen |= 1 << r
-            if seen != (1 << d_all) - 1:
-                return -b - 1
             for d in range(d_n):
                 di = idx[d]
                 f[3 * m, d] = tem[b, m, di]

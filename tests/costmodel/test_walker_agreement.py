@@ -92,10 +92,16 @@ def test_single_mac_problem():
     assert acc.updates[0].tolist() == [[0, 0, 1], [0, 0, 1]]
 
 
-@pytest.mark.parametrize("bad", [0, 1500])  # every mapping is checked, not a sample
-def test_order_must_be_a_permutation(bad):
+@pytest.mark.parametrize("bad", [0, 257, 1500])  # every mapping is checked, not a sample
+@pytest.mark.parametrize("flaw", ["repeated", "negative", "too large"])
+def test_order_must_be_a_permutation(bad, flaw):
     prob, arch, m = _case(5)
     batch = MappingBatch.from_mappings([m] * 1600, prob, arch)
-    batch.order[bad, 0, :] = 0
+    level = batch.order.shape[1] - 1
+    if flaw == "repeated":
+        batch.order[bad, level, :] = 0
+    else:  # one rank out of 0..D-1 (the others stay distinct)
+        d = int(np.argmax(batch.order[bad, level]))
+        batch.order[bad, level, d] = -1 if flaw == "negative" else 64
     with pytest.raises(ValueError, match=f"mapping {bad}: .*permutation"):
         access_counts(prob, arch, batch)
