@@ -1,7 +1,12 @@
 """Quantization path: an fp32 ONNX model (or a zoo name) becomes an int8 QDQ model, the reference.
 
 Choice of types: per-channel symmetric int8 weights (zero point 0, so ``-x_zp * sum(w)`` folds
-into the int32 bias exactly) and **uint8 (QUInt8) activations**. Why uint8: onnxruntime's CPU
+into the int32 bias exactly) in 7 bits (``reduce_range``: -64..64) and **uint8 (QUInt8)
+activations**. Why 7-bit weights: on x86 CPUs without VNNI (AVX2 or AVX-512 only) onnxruntime's
+uint8 x int8 kernels multiply with VPMADDUBSW, which saturates each pair of products to int16
+(255 x 127 x 2 > 32767; onnxruntime's quantization guide names the issue and this remedy), so the
+reference output of an 8-bit model depends on the CPU it runs on. With 7-bit weights no pair
+exceeds 255 x 64 x 2 = 32640, and the reference is the exact integer arithmetic on every CPU. Why uint8: onnxruntime's CPU
 provider fuses uint8 QDQ groups into its integer kernels (QLinearConv, QGemm, QLinearAdd,
 QLinearAveragePool) for every node of the graphs we tried, whereas with int8 activations it inserts
 s8->u8 conversions and leaves some Conv nodes in fp32 (DQ -> Conv -> Q), whose float accumulation
@@ -17,11 +22,11 @@ an exact int32 sum and one float32 requantization (MLAS) that the accelerator re
 The float model's function is unchanged; the quantized model written out is the reference.
 
 A MatMul whose *first* operand is a constant (``M @ x``: a graph adjacency or mesh up-sampling
-matrix, hand_tracking) gets that constant quantized per tensor as uint8 with zero point 128
-(``TensorQuantOverrides``: QUInt8, symmetric). Why: per-channel int8 (the default for weights)
+matrix, hand_tracking) gets that constant quantized per tensor as symmetric uint8
+(``TensorQuantOverrides``: QUInt8, symmetric; zero point 64 in the 7-bit range). Why: per-channel int8 (the default for weights)
 puts the scales on the matrix's K axis, and even per-tensor int8 has no integer kernel for int8 x
 uint8, so onnxruntime would run that MatMul in float; uint8 x uint8 becomes QLinearMatMul, and
-``A - 128`` is exactly int8 for the accelerator's GEMM.
+``A - zero point`` is exactly int8 for the accelerator's GEMM.
 
 Calibration uses seeded standard-normal inputs (or the user's ``.npy`` arrays), MinMax method.
 An already-quantized model (any QuantizeLinear/DequantizeLinear/QLinear* node) is kept as it is.
@@ -166,7 +171,7 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
                     if overrides := _const_lhs_overrides(pre):
                         extra["TensorQuantOverrides"] = overrides
                     quantize_static(str(pre), tmp, _Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, reduce_range=True,
                                     extra_options=extra)
                 except UserError:
                     raise

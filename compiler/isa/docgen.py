@@ -88,8 +88,8 @@ How the compiler expresses each layer kind (all addresses are buffer rows; `L = 
   source columns one RBLEND `init=1`, `sx=0`, `l0=l1=2`, `s0 = x2 - x1`, `s1 = (y2 - y1) * W`,
   `src1_mode=row` on the weight rows, into ACC; FREQUANT to SPAD.
 - **Constant @ activation** (`Y = A X`). The activation is the weight tile (rows k, lanes j): VEC
-  LUT (int8 reads) maps it to `X - 128`; GEMM `dtype s8` walks the resident `A - 128` with
-  `l0` = K blocks, `a_sx` = K blocks; a per-row bias `(128 - x_zp) * rowsum(A - 128)` is LOADed
+  LUT (int8 reads) maps it to `X - 128`; GEMM `dtype s8` walks the resident `A - a_zp` with
+  `l0` = K blocks, `a_sx` = K blocks; a per-row bias `(128 - x_zp) * rowsum(A - a_zp)` is LOADed
   into ACC first (`acc=1`).
 - **Concat / reshape / flatten.** Addressing: producers store into their slice of the consumer's
   DRAM tensor (channel concat at channel-block granularity; a channel offset inside a block can be

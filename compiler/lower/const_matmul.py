@@ -4,11 +4,12 @@ Why it needs its own lowering: the GEMM's output lanes come from the weight tile
 activation X must be the weight operand (rows k, lanes j: exactly X's blocked layout ``(K, N/L,
 L)``, one lane block j at a time) and the constant A the walked operand (rows i, lanes k). Weight
 tiles are int8 but X is uint8, so X is first mapped to ``X' = X - 128`` (VEC LUT reading int8
-lanes: the table is the int8 -> uint8-minus-128 reinterpretation). The quantizer gives A as uint8
-with zero point 128 (compiler.quantize), so ``A' = A - 128`` is int8 and exact. Then, in int32
-(what onnxruntime's QLinearMatMul computes with MLAS before requantizing)::
+lanes: the table is the int8 -> uint8-minus-128 reinterpretation). The quantizer gives A as
+symmetric uint8 (compiler.quantize: zero point 64 in its 7-bit weight range, 128 at 8 bits), so
+``A' = A - a_zp`` is int8 and exact. Then, in int32 (what onnxruntime's QLinearMatMul computes with
+MLAS before requantizing)::
 
-    sum_k (A - 128)(X - x_zp) = sum_k A' X' + (128 - x_zp) * sum_k A'[i, k]
+    sum_k (A - a_zp)(X - x_zp) = sum_k A' X' + (128 - x_zp) * sum_k A'[i, k]
 
 The second term is a per-row constant, loaded into ACC before the GEMM accumulates; REQUANT then
 uses onnxruntime's float32 ``(a_scale * b_scale) / y_scale``. Tiles are the lane blocks of X (and
@@ -36,7 +37,7 @@ def lower_const_matmul(em: Emitter, node: str, a: np.ndarray, a_zp: int, a_scale
     a_int = a.astype(np.int64) - a_zp
     if a_int.min() < -128 or a_int.max() > 127:
         raise UserError(f"node {node} (MatMul): the constant operand minus its zero point {a_zp} leaves int8; "
-                        "quantize it as uint8 with zero point 128 (compiler.quantize does)")
+                        "quantize it as symmetric uint8 (compiler.quantize does)")
     if x.dtype != "uint8" or kb > 31 or k > 4096 or m > 4096:
         raise UserError(f"node {node} (MatMul {m}x{k}x{n}): K > 496 or a non-uint8 activation is not lowered")
     a_rows, half = m * kb, 2 * kb * L + m

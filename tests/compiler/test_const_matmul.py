@@ -2,8 +2,8 @@
 and Gemm/MatMul with more than 256 rows: 0 LSB vs onnxruntime, random shapes.
 
 The float model is ``A @ (x @ W)`` (or a Linear on a reshaped vector), quantized by compiler.quantize,
-which gives the constant A uint8 with zero point 128 so that onnxruntime fuses QLinearMatMul (the
-tests assert that fusion: without it ORT would run the MatMul in float).
+which gives the constant A symmetric uint8 (zero point 64 at 7 bits) so that onnxruntime fuses
+QLinearMatMul (the tests assert that fusion: without it ORT would run the MatMul in float).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from compiler.isa.binary import read_binary, write_binary
 from compiler.isa.text import assemble, disassemble
 from compiler.sim import quant, simulate
 
-from .ort_graphs import conv_model, matmul_model, session
+from .ort_graphs import conv_model, matmul_model, session, weight_bound
 from .sim_programs import L, conv_program, depthwise_program, matmul_program
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,7 +74,7 @@ def test_requantized_matmul_program_equals_onnxruntime():
         m, k, n = 23, 48, 32
         lo, hi = quant.qrange(np.uint8 if unsigned else np.int8)
         a = rng.integers(lo, hi + 1, (m, k)).astype(np.uint8 if unsigned else np.int8)
-        b = rng.integers(-127, 128, (k, n)).astype(np.int8)
+        b = rng.integers(-weight_bound(a.dtype), weight_bound(a.dtype) + 1, (k, n)).astype(np.int8)
         a_zp, y_zp = int(rng.integers(lo, hi + 1)), int(rng.integers(lo, hi + 1))
         a_scale, b_scale, y_scale = 0.02, rng.uniform(0.002, 0.02, n), 0.9
         want = session(matmul_model(a.dtype, a.dtype, b, a_scale, a_zp, b_scale, y_scale, y_zp, a.shape)).run(

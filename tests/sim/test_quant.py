@@ -12,7 +12,7 @@ from onnx.reference import ReferenceEvaluator
 
 from compiler.sim import quant
 
-from .ort_graphs import conv_model, matmul_model, session
+from .ort_graphs import conv_model, matmul_model, session, weight_bound
 
 
 def _conv_acc(x, x_zp, w, bias, stride, pad):
@@ -32,7 +32,7 @@ def test_qlinearconv_per_channel_bit_exact(seed):
     cin, cout, h = int(rng.integers(1, 9)), int(rng.integers(1, 17)), int(rng.integers(5, 12))
     k, stride, pad = int(rng.choice([1, 3, 5])), int(rng.integers(1, 3)), int(rng.integers(0, 3))
     x = rng.integers(qmin, qmax + 1, (1, cin, h, h)).astype(x_dtype)
-    w = rng.integers(-127, 128, (cout, cin, k, k)).astype(np.int8)
+    w = rng.integers(-weight_bound(x_dtype), weight_bound(x_dtype) + 1, (cout, cin, k, k)).astype(np.int8)
     bias = rng.integers(-3000, 3000, cout).astype(np.int32)
     x_zp = int(rng.integers(qmin, qmax + 1))
     y_zp = int(rng.integers(*quant.qrange(y_dtype)))
@@ -80,7 +80,7 @@ def test_qlinearmatmul_bit_exact(seed, per_column):
     qmin, qmax = quant.qrange(a_dtype)
     m, k, n = (int(v) for v in rng.integers(1, 70, 3))
     a = rng.integers(qmin, qmax + 1, (m, k)).astype(a_dtype)
-    b = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    b = rng.integers(-weight_bound(a_dtype), weight_bound(a_dtype) + 1, (k, n)).astype(np.int8)
     a_zp, y_zp = int(rng.integers(qmin, qmax + 1)), int(rng.integers(*quant.qrange(y_dtype)))
     b_scale = rng.uniform(0.001, 0.02, n) if per_column else np.float32(rng.uniform(0.001, 0.02))
     a_scale, y_scale = rng.uniform(0.005, 0.05), rng.uniform(0.05, 2.0)
