@@ -9,6 +9,7 @@ out of DequantizeLinear). Differences are reported in LSBs of the binary's outpu
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,9 +31,43 @@ class OutputCheck:
     mismatches_ort: int
     max_lsb_reference: int | None  # None: onnx.reference could not run the model
     reference_note: str = ""
+    ort_note: str = ""  # why onnxruntime may not be exact for this model on this CPU (see saturation_note)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@functools.cache
+def ort_pairs_saturate() -> bool:
+    """Whether onnxruntime's uint8 x int8 kernels on this CPU add products in saturating int16 pairs
+    (x86 without VNNI: VPMADDUBSW; see compiler.quantize). Probed, not guessed from CPU flags:
+    MatMulInteger of 255s by 127s with K = 2 is 64,770, or 32,767 where pairs saturate."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "probe",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+        [numpy_helper.from_array(np.full((2, 1), 127, np.int8), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return int(session.run(None, {"a": np.full((1, 2), 255, np.uint8)})[0][0, 0]) != 255 * 127 * 2
+
+
+def saturation_note(model) -> str:
+    """A warning when onnxruntime cannot be the exact reference for ``model`` (an onnx ModelProto)
+    here: its pairs saturate on this CPU and some int8 weight lies beyond -64..64 (the 7 bits
+    compiler.quantize keeps them in). Empty otherwise."""
+    from onnx import TensorProto, numpy_helper
+
+    big = max((int(np.abs(numpy_helper.to_array(t).astype(np.int64)).max(initial=0))
+               for t in model.graph.initializer if t.data_type == TensorProto.INT8), default=0)
+    if big <= 64 or not ort_pairs_saturate():
+        return ""
+    return (f"int8 weights up to |{big}| and onnxruntime on this CPU adds uint8 x int8 products in saturating "
+            "int16 pairs (x86 without VNNI): where it differs, it may be onnxruntime that is off; "
+            "`dse compile` quantizes weights to 7 bits to avoid this")
 
 
 def _feed(value: np.ndarray, io: IOTensor | None, want: type) -> np.ndarray:
@@ -82,7 +117,7 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
         note = ""
     except Exception as exc:  # noqa: BLE001 - the reference lacks some ops; report, do not fail
         ref_out, note = {}, f"onnx.reference failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    checks = []
+    checks, ort_note = [], saturation_note(model)
     for name, sim in outputs.items():
         io = io_by_name[name]
         if tuple(np.shape(ort_out[name])) != tuple(sim.shape):
@@ -92,7 +127,7 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
         d_ort = np.abs(sim64 - _as_binary(ort_out[name], io).astype(sim64.dtype))
         d_ref = (np.abs(sim64 - _as_binary(ref_out[name], io).astype(sim64.dtype)) if name in ref_out else None)
         checks.append(OutputCheck(name, int(sim.size), int(d_ort.max(initial=0)), int((d_ort > 0).sum()),
-                                  None if d_ref is None else int(d_ref.max(initial=0)), note))
+                                  None if d_ref is None else int(d_ref.max(initial=0)), note, ort_note))
     return checks
 
 

@@ -124,6 +124,8 @@ def simulate(
         ref = "n/a" if c.max_lsb_reference is None else f"{c.max_lsb_reference} LSB"
         print(f"check {c.name}: max |diff| {c.max_lsb_ort} LSB vs onnxruntime ({c.mismatches_ort} of {c.elements} "
               f"differ), {ref} vs onnx.reference{'  [' + c.reference_note + ']' if c.reference_note else ''}")
+        if c.ort_note:
+            print(f"  note: {c.ort_note}")
     if timing_rows:
         print(f"{'layer':36s} {'simulated':>10s} {'analytical':>10s} {'ratio':>6s}  mapping")
         for r in timing_rows:
