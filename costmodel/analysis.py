@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodel.mapping import batch_inner
 from costmodel.plans import plan_for
 from costmodel.problem import Problem
 from costmodel.tiles import packed_tables
@@ -62,7 +63,7 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
     out = [np.empty((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
     steps = np.empty(b, np.int64)
     pk, memo = plan.packed, plan.memo
-    bad = count_kernel.first_bad_order(batch.order.transpose(1, 2, 0))
+    bad = count_kernel.first_bad_order(batch_inner(batch.order))
     if bad >= 0:
         raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
                          "permutation of 0..D-1")

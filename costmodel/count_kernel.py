@@ -283,7 +283,7 @@ def _flush(o, nb, b0, fills, reads, updates, hops, words):
 
 @njit(cache=True)
 def first_bad_order(rank):
-    """Index of the first mapping whose ranks (as [L, D, B], costmodel.latency._inner) are not a
+    """Index of the first mapping whose ranks (as [L, D, B], costmodel.mapping.batch_inner) are not a
     permutation of 0..D-1 at some level, or -1. A pass of its own over blocks of the batch axis
     (contiguous for a batch-last batch, so the block loops vectorize: 16-22 ns per mapping);
     inside the counting loop the check cost about 10 % of the kernel's time."""

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from costmodel import latency_kernel
+from costmodel.mapping import batch_inner
 from costmodel.pipeline import copies_mask, staged_levels, vector_constants
 from costmodel.plans import plan_for
 from costmodel.problem import Problem
@@ -135,7 +136,7 @@ def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.nd
     inner to the innermost loop with a factor > 1 over a stationary dim: one max and one product
     over the loops, no sort."""
     out = np.empty(len(batch), np.int64)
-    latency_kernel.stream_lengths(_inner(batch.temporal), _inner(batch.order), _stationary(problem, dataflow), out)
+    latency_kernel.stream_lengths(batch_inner(batch.temporal), batch_inner(batch.order), _stationary(problem, dataflow), out)
     return out
 
 
@@ -145,17 +146,11 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
     sys_ = arch.systolic
     assert sys_ is not None
     out = np.empty(len(batch), np.int64)
-    latency_kernel.compute_cycles(_inner(batch.temporal), _inner(batch.order), np.asarray(temporal_steps, np.int64),
+    latency_kernel.compute_cycles(batch_inner(batch.temporal), batch_inner(batch.order), np.asarray(temporal_steps, np.int64),
                                   _mode(mode),
                                   _stationary(problem, sys_.dataflow), sys_.rows,
                                   int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols)), out)
     return out
-
-
-def _inner(a: np.ndarray) -> np.ndarray:
-    """A [B, L, X] mapping array as the kernels read it, [L, X, B] (a view: C-contiguous for the
-    batch-last arrays of MappingBatch, so the kernels' loops over the batch vectorize)."""
-    return a.transpose(1, 2, 0)
 
 
 def _mode(mode: str) -> int:
@@ -229,7 +224,7 @@ def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Acce
     fill, drain, vector = np.empty(b), np.empty(b), np.empty(b)
     traffic = np.empty((2, len(arch.levels), b), np.int64)
     counts = (a.transpose(1, 2, 0) for a in (acc.reads, acc.fills, acc.updates, acc.tile_words))
-    latency_kernel.latency(*(_inner(a) for a in (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order,
+    latency_kernel.latency(*(batch_inner(a) for a in (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order,
                                                   batch.keep)), *counts,
                            np.asarray(acc.temporal_steps, dtype=np.int64), plan.read_bw, plan.write_bw, plan.db,
                            plan.staged, plan.holds, plan.is_out, plan.copies_mask, mode, plan.stationary,

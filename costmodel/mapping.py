@@ -304,6 +304,12 @@ def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapp
     return mapping
 
 
+def batch_inner(a: np.ndarray) -> np.ndarray:
+    """A [B, L, X] mapping array as the batch kernels read it, [L, X, B] (a view: C-contiguous for
+    the batch-last arrays of MappingBatch, so the kernels' loops over the batch vectorize)."""
+    return a.transpose(1, 2, 0)
+
+
 def batch_last(a: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
     """Rows ``idx`` (default: all) of ``a`` [B, ...] as a view of a contiguous [..., B] array: the
     layout the cost model reads fastest (see ``MappingBatch.from_mappings``). One gather, fastest

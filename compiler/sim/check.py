@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.isa.program import IOTensor, Program
+from compiler.quantize import WEIGHT_MAX
 from compiler.sim import quant
 from costmodel.errors import UserError
 
@@ -37,33 +38,45 @@ class OutputCheck:
         return asdict(self)
 
 
-@functools.cache
-def ort_pairs_saturate() -> bool:
-    """Whether onnxruntime's uint8 x int8 kernels on this CPU add products in saturating int16 pairs
-    (x86 without VNNI: VPMADDUBSW; see compiler.quantize). Probed, not guessed from CPU flags:
-    MatMulInteger of 255s by 127s with K = 2 is 64,770, or 32,767 where pairs saturate."""
+def ort_matmul_integer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """onnxruntime's MatMulInteger of uint8 ``a`` by the int8 constant ``b`` (its uint8 x int8 GEMM)."""
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
     graph = helper.make_graph(
         [helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "probe",
-        [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, 2])],
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, list(a.shape))],
         [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
-        [numpy_helper.from_array(np.full((2, 1), 127, np.int8), "b")])
+        [numpy_helper.from_array(b, "b")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return int(session.run(None, {"a": np.full((1, 2), 255, np.uint8)})[0][0, 0]) != 255 * 127 * 2
+    return session.run(None, {"a": a})[0]
+
+
+@functools.cache
+def ort_pairs_saturate() -> bool:
+    """Whether onnxruntime's uint8 x int8 kernels on this CPU add products in saturating int16 pairs
+    (x86 without VNNI: VPMADDUBSW; see compiler.quantize). Probed, not guessed from CPU flags:
+    MatMulInteger of 255s by 127s with K = 2 is 64,770, or 32,767 where pairs saturate."""
+    y = ort_matmul_integer(np.full((1, 2), 255, np.uint8), np.full((2, 1), 127, np.int8))
+    return int(y[0, 0]) != 255 * 127 * 2
+
+
+# input positions of zero points, per quantized op (they are int8 initializers too, not weights)
+_ZERO_POINTS = {"QuantizeLinear": (2,), "DequantizeLinear": (2,), "QLinearConv": (2, 5, 7),
+                "QLinearMatMul": (2, 5, 7), "QLinearAdd": (2, 5, 7), "QGemm": (2, 5, 8)}
 
 
 def saturation_note(model) -> str:
     """A warning when onnxruntime cannot be the exact reference for ``model`` (an onnx ModelProto)
-    here: its pairs saturate on this CPU and some int8 weight lies beyond -64..64 (the 7 bits
-    compiler.quantize keeps them in). Empty otherwise."""
+    here: its pairs saturate on this CPU and some int8 weight lies beyond the 7 bits
+    compiler.quantize keeps them in. Empty otherwise."""
     from onnx import TensorProto, numpy_helper
 
+    zps = {n.input[i] for n in model.graph.node for i in _ZERO_POINTS.get(n.op_type, ()) if i < len(n.input)}
     big = max((int(np.abs(numpy_helper.to_array(t).astype(np.int64)).max(initial=0))
-               for t in model.graph.initializer if t.data_type == TensorProto.INT8), default=0)
-    if big <= 64 or not ort_pairs_saturate():
+               for t in model.graph.initializer if t.data_type == TensorProto.INT8 and t.name not in zps), default=0)
+    if big <= WEIGHT_MAX or not ort_pairs_saturate():
         return ""
     return (f"int8 weights up to |{big}| and onnxruntime on this CPU adds uint8 x int8 products in saturating "
             "int16 pairs (x86 without VNNI): where it differs, it may be onnxruntime that is off; "

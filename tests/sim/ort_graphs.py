@@ -6,15 +6,17 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler.quantize import WEIGHT_MAX
+
 _TP = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8}
 
 
 def weight_bound(x_dtype) -> int:
-    """Largest |weight| to draw against activations of ``x_dtype``. For uint8 activations 64, the
-    range compiler.quantize gives weights: beyond it onnxruntime's uint8 x int8 kernels on x86
-    without VNNI saturate pairs of products to int16 (VPMADDUBSW) and are not the reference.
+    """Largest |weight| to draw against activations of ``x_dtype``. For uint8 activations the range
+    compiler.quantize gives weights (WEIGHT_MAX): beyond it onnxruntime's uint8 x int8 kernels on
+    x86 without VNNI saturate pairs of products to int16 (VPMADDUBSW) and are not the reference.
     int8 x int8 kernels have no such path: the full range."""
-    return 64 if np.dtype(x_dtype) == np.uint8 else 127
+    return WEIGHT_MAX if np.dtype(x_dtype) == np.uint8 else 127
 
 
 def session(model):

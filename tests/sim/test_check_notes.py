@@ -4,22 +4,11 @@ VNNI): 7-bit weights are exact there, and ``dse simulate --check`` says when a m
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from compiler.sim import check
 
 from .ort_graphs import matmul_model
-
-
-def _matmul_integer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    graph = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "g",
-                              [helper.make_tensor_value_info("a", TensorProto.UINT8, list(a.shape))],
-                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
-                              [numpy_helper.from_array(b, "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
 
 
 @pytest.mark.parametrize("k", [2, 16, 64])
@@ -29,7 +18,7 @@ def test_seven_bit_weights_are_exact_on_this_cpu(k):
     a = np.full((3, k), 255, np.uint8)
     for w, exact_expected in ((64, True), (-64, True), (127, not check.ort_pairs_saturate())):
         b = np.full((k, 4), w, np.int8)
-        got = _matmul_integer(a, b)
+        got = check.ort_matmul_integer(a, b)
         exact = a.astype(np.int64) @ b.astype(np.int64)
         assert np.array_equal(got, exact) == exact_expected, (w, got[0, 0], exact[0, 0])
 
@@ -43,3 +32,11 @@ def test_note_names_wide_weights_on_saturating_cpus(monkeypatch, saturates, w_ma
     assert bool(note) == noted
     if noted:
         assert f"|{w_max}|" in note
+
+
+def test_zero_points_are_not_weights(monkeypatch):
+    """An int8 model's activation zero points may lie beyond -64..64; they are no weights."""
+    monkeypatch.setattr(check, "ort_pairs_saturate", lambda: True)
+    b = np.array([[60, -3], [5, -60]], np.int8)
+    model = matmul_model(np.int8, np.int8, b, 0.02, -100, np.float32(0.01), 0.5, 120, (1, 2))
+    assert check.saturation_note(model) == ""
