@@ -67,10 +67,11 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
     if bad >= 0:
         raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
                          "permutation of 0..D-1")
+    tags = count_kernel.shape_tags(len(pk[0]), n_t)
     start = 0
     while start < b:
         start = count_kernel.count(batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep,
-                                   model == "timeloop", *pk, *memo.arrays(), start, *out, steps)
+                                   model == "timeloop", *pk, *memo.arrays(), start, *out, steps, *tags)
         if start < b:
             memo.grow()
     fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in out)
@@ -113,9 +114,9 @@ class _Plan:
         # networks whose fan-out is 1 merge nothing: leaving them out makes equal merge sets equal
         fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
         flags = np.array([[lv.multicast and f for lv, f in zip(arch.levels, fan)],
-                          [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)]], np.int64)
+                          [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)], fan], np.int64)
         if 3 + t.ax_coef.shape[2] * (2 + 6 * len(arch.levels)) > 1024:  # the kernel's longest memo key
             raise ValueError(f"{len(arch.levels)} levels: too many for the counting kernel's memo keys")
-        self.packed = (t.idx, t.sizes, flags, t.tinfo, t.tdims, t.ax_n, t.ax_coef, t.ax_dim, t.ax_span, t.tsize,
+        self.packed = (t.idx, flags, t.tinfo, t.tdims, t.ax_n, t.ax_coef, t.ax_dim, t.ax_span, t.tsize,
                        t.tsize_off, t.tover, t.tover_off, t.lk, t.lk_off, t.radix)
         self.memo = _Memo()

@@ -122,7 +122,7 @@ def window_table(axis: Axis, sizes: tuple[int, ...]) -> WindowTable:
 @dataclass(frozen=True)
 class PackedTables:
     """A problem's tensors, axes and window tables packed into the flat arrays the counting kernel
-    (costmodel.count_kernel) reads: ``idx``/``sizes`` the active dims; per tensor ``tinfo`` [T, 6]
+    (costmodel.count_kernel) reads: ``idx`` the active dims; per tensor ``tinfo`` [T, 6]
     (is output, elements, #single-term dims, #free dims, #window axes, whether it uses any dim)
     and ``tdims`` [T, 4, D] (its single-term dims, the other ("free") dims, a used-dim mask, a
     window-dim mask); per window axis k its terms (``ax_n``, ``ax_coef``, ``ax_dim``), ``ax_span``
@@ -132,7 +132,6 @@ class PackedTables:
     kernel's time)."""
 
     idx: np.ndarray
-    sizes: np.ndarray
     tinfo: np.ndarray
     tdims: np.ndarray
     ax_n: np.ndarray
@@ -184,7 +183,7 @@ def packed_tables(problem: Problem) -> PackedTables:
             tsize.append(tab.size)
             tover.append(tab.overlap.ravel())
             n_size, n_over = n_size + tab.size.size, n_over + tab.overlap.size
-    return PackedTables(np.array(shape.active, u), np.array(shape.sizes, np.int64), tinfo, tdims, ax_n,
+    return PackedTables(np.array(shape.active, u), tinfo, tdims, ax_n,
                         ax_coef, ax_dim, ax_span, np.concatenate(tsize), tsize_off, np.concatenate(tover), tover_off,
                         np.concatenate(lookups), lk_off, radix)
 
