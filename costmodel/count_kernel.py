@@ -306,7 +306,8 @@ def first_bad_order(rank):
     return -1
 
 
-@njit(cache=True)
+# error_model "numpy": no zero-division checks (every divisor is a product of factors >= 1)
+@njit(cache=True, error_model="numpy")
 def count(tem, spx, spy, rank, keep, timeloop,
           idx, flags, tinfo, tdims, ax_n, ax_coef, ax_dim, ax_span,
           tsize, tsize_off, tover, tover_off, lk, lk_off, radix,
@@ -333,7 +334,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
     max_k, max_terms = ax_coef.shape[1], ax_coef.shape[2]
     n_s = 3 * n_lv
     f = np.ones((n_s, d_n), np.int64)
-    rk = np.zeros((n_lv, d_n), np.int64)
+    rk = np.full((n_lv, d_n), d_all, np.int64)
     suf = np.ones((n_s + 1, d_n), np.int64)
     xy = np.ones((n_lv, d_n), np.int64)
     lp = np.zeros((n_lv, d_n), np.int64)
@@ -391,18 +392,18 @@ def count(tem, spx, spy, rank, keep, timeloop,
         # X / Y), suffix products (slot s's place value is suf[s + 1]), loop positions in the
         # whole nest
         for m in range(n_lv):
+            # (the padding dims past d_real keep factor 1 and rank d_all from the start)
             if flags[2, m]:
-                for d in range(d_n):
-                    live = d < d_real
-                    di = idx[d if live else 0]
-                    f[3 * m + 1, d] = spx[b, m, di] if live else 1
-                    f[3 * m + 2, d] = spy[b, m, di] if live else 1
+                for d in range(d_real):
+                    di = idx[d]
+                    f[3 * m + 1, d] = spx[b, m, di]
+                    f[3 * m + 2, d] = spy[b, m, di]
                     xy[m, d] = f[3 * m + 1, d] * f[3 * m + 2, d]
+            for d in range(d_real):
+                di = idx[d]
+                f[3 * m, d] = tem[b, m, di]
+                rk[m, d] = rank[b, m, di]
             for d in range(d_n):
-                live = d < d_real
-                di = idx[d if live else 0]
-                f[3 * m, d] = tem[b, m, di] if live else 1
-                rk[m, d] = rank[b, m, di] if live else d_all
                 # the loop's position in the nest, or -1 for a trivial loop: no branch (random
                 # factors make one unpredictable; as one it cost about 10 % of the kernel's time)
                 lp[m, d] = (rk[m, d] + m * d_all) | -np.int64(f[3 * m, d] < 2)

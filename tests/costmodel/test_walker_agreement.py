@@ -17,6 +17,7 @@ from standin import Arch, Level, random_arch, random_mapping, random_problem
 from costmodel import problem as P
 from costmodel.analysis import access_counts
 from costmodel.mapping import LevelMapping, Mapping, MappingBatch
+from costmodel.tiles import packed_tables
 
 FIELDS = ("fills", "reads", "updates", "hops", "tile_words")
 
@@ -105,3 +106,25 @@ def test_order_must_be_a_permutation(bad, flaw):
         batch.order[bad, level, d] = -1 if flaw == "negative" else 64
     with pytest.raises(ValueError, match=f"mapping {bad}: .*permutation"):
         access_counts(prob, arch, batch)
+
+
+@pytest.mark.parametrize("model", ["exact", "timeloop"])
+def test_more_than_eight_active_dims(model):
+    """A 3-D convolution with 9 active dims: the kernel runs its version compiled for 16 (one
+    version serves up to 8, costmodel.count_kernel.shape_tags) and still equals the walker."""
+    def axes(*groups):
+        return [[[1, d] for d in g] for g in groups]
+
+    prob = P.Problem.from_dict({
+        "kind": "conv3d", "dims": dict.fromkeys("NKCDHWTRS", 2),
+        "tensors": [{"name": "I", "axes": axes("N", "C", "DT", "HR", "WS")},
+                    {"name": "W", "axes": axes("K", "C", "T", "R", "S")},
+                    {"name": "O", "axes": axes("N", "K", "D", "H", "W"), "is_output": True}]})
+    assert len(packed_tables(prob).idx) == 9
+    rng = random.Random(11)
+    for _ in range(12):
+        arch = random_arch(rng, rng.choice([2, 3, 4]))
+        maps = [random_mapping(rng, prob, arch) for _ in range(4)]
+        got = access_counts(prob, arch, MappingBatch.from_mappings(maps, prob, arch), model=model)
+        for i, m in enumerate(maps):
+            _check(prob, arch, m, got, i, model=model)
