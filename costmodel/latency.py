@@ -200,6 +200,7 @@ class LatencyPlan:
         self.db = np.array([i == 0 or x.double_buffered or x.ideal_overlap for i, x in enumerate(lv)])
         staged = staged_levels(arch)
         self.staged = np.isin(np.arange(len(lv)), staged)
+        self.fan = np.array([x.fanout_x * x.fanout_y > 1 for x in lv])
         self.holds = np.array([[t.name in x.holds for t in problem.tensors] for x in lv])
         self.is_out = np.array([t.is_output for t in problem.tensors])
         self.copies_mask = copies_mask(problem, arch)
@@ -227,7 +228,7 @@ def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Acce
     latency_kernel.latency(*(batch_inner(a) for a in (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order,
                                                   batch.keep)), *counts,
                            np.asarray(acc.temporal_steps, dtype=np.int64), plan.read_bw, plan.write_bw, plan.db,
-                           plan.staged, plan.holds, plan.is_out, plan.copies_mask, mode, plan.stationary,
+                           plan.staged, plan.fan, plan.holds, plan.is_out, plan.copies_mask, mode, plan.stationary,
                            plan.rows, plan.over, plan.vec, plan.vec_total, overlap,
                            compute, traffic, total, fill, drain, vector)
     return Latency(compute=compute, traffic=traffic.transpose(2, 1, 0), total=total, fill=fill, drain=drain,

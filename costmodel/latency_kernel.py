@@ -85,14 +85,15 @@ def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
 
 @njit(cache=True, error_model="numpy")
 def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
-            read_bw, write_bw, db, staged, holds, is_out, copies_mask,
+            read_bw, write_bw, db, staged, fan, holds, is_out, copies_mask,
             mode, stationary, rows, over, vec, vec_total, overlap,
             compute, traffic, total, fill, drain, vector):
     """Cycles of every mapping (inputs [L, D, B] and [L, T, B], counts [L, T, B]: the batch
     innermost, so that the loops over a block vectorize when these are C-contiguous; ``traffic``
-    [2, L, B]). ``staged`` [L] marks the staged levels, ``holds`` [L, T] which tensors a level
-    holds, ``copies_mask`` [L, T, D] the dims whose spatial factors give distinct tiles below a
-    level (none where its fan-out is 1); ``vec`` = (lanes, level, output tensor, elements,
+    [2, L, B]). ``staged`` [L] marks the staged levels, ``fan`` [L] those with a fan-out (the
+    others' spatial factors are 1 in a valid mapping and are not read), ``holds`` [L, T] which
+    tensors a level holds, ``copies_mask`` [L, T, D] the dims whose spatial factors give distinct
+    tiles below a level (none where its fan-out is 1); ``vec`` = (lanes, level, output tensor, elements,
     passes per element), lanes 0 without a vector unit, whose total cycles are ``vec_total``."""
     n_lv, n_d, b_n = tem.shape
     n_t = is_out.shape[0]
@@ -122,6 +123,8 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
         for m in range(1, n_lv):
             for j in range(unb):
                 busy[m, j] = busy[m - 1, j]
+            if not fan[m - 1]:  # spatial factors of 1 only (a valid mapping)
+                continue
             for d in range(n_d):
                 for j in range(unb):
                     busy[m, j] *= spx[m - 1, d, ub + j] * spy[m - 1, d, ub + j]
