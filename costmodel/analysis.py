@@ -70,8 +70,9 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
     tags = count_kernel.shape_tags(len(pk[0]), n_t)
     start = 0
     while start < b:
-        start = count_kernel.count(batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep,
-                                   model == "timeloop", *pk, *memo.arrays(), start, *out, steps, *tags)
+        start = count_kernel.count_batch(batch.temporal, batch.spatial_x, batch.spatial_y, batch.order,
+                                         batch.keep, model == "timeloop", *pk, *memo.arrays(), start, *out,
+                                         steps, *tags)
         if start < b:
             memo.grow()
     fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in out)

@@ -37,3 +37,15 @@ def test_tiny_memo_grows_and_resumes(model, prob):
     assert tiny.fill[0] == grown_before[0]  # every pattern stored once, after many resumes
     for name in ("fills", "reads", "updates", "hops", "tile_words", "temporal_steps"):
         assert np.array_equal(getattr(roomy, name), getattr(again, name)), name
+
+
+def test_loop_vectorizer_setting_is_restored():
+    """count_batch turns LLVM's loop vectorizer off only around its own call: numba's setting
+    (read whenever a kernel compiles) is the same afterwards, even when a table fills up."""
+    from numba.core import config
+
+    before = config.LOOP_VECTORIZE
+    prob = conv2d(4, 8, 6, 6, kernel=3)
+    arch = load_architecture("tiny")
+    analysis.access_counts(prob, arch, random_mappings(prob, arch, 50, seed=3))
+    assert config.LOOP_VECTORIZE == before
