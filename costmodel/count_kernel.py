@@ -424,8 +424,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
             sp_above[m + 1] = sp_above[m] * ps
             lm = last[m - 1] if m else -1
             for d in range(d_n):
-                v = lp[m, d]
-                lm = max(lm, v)
+                lm = max(lm, lp[m, d])
             last[m] = lm
         steps[b] = n_above[n_lv]
         for t in range(n_t):
@@ -442,8 +441,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
             jm = -1
             for m in range(n_lv):
                 for i in range(st_n):
-                    v = lp[m, tdims[ti, 0, i]]
-                    jm = max(jm, v)
+                    jm = max(jm, lp[m, tdims[ti, 0, i]])
                 js[m] = jm
             for c in range(1, n_lv + 1):  # tile sizes at the levels that keep the tensor, and the MACs
                 if c < n_lv and not kp[c]:
