@@ -101,6 +101,21 @@ def _as_binary(ref: np.ndarray, io: IOTensor) -> np.ndarray:
     return ref
 
 
+def _reference_model(model):
+    """The model as onnx.reference can run it. Its QuantizeLinear / DequantizeLinear exist for opset
+    19 and later only ("No implementation for operator 'DequantizeLinear' ... version 18, found 19,
+    21, ..."), and compiler.quantize writes opset 17-18 models (onnxruntime.quantization's), so an
+    older model is converted to opset 21 first (onnx.version_converter: the QDQ ops keep their
+    meaning; per-axis and per-tensor scales are unchanged). A model the converter cannot take
+    fails here, and check_outputs reports that instead of a reference figure."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 21)
+    if opset >= 19:
+        return model
+    from onnx import version_converter
+
+    return version_converter.convert_version(model, 21)
+
+
 def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
                   model_path: str | Path) -> list[OutputCheck]:
     """Per binary output: max |simulated - reference| in LSBs, against onnxruntime and onnx.reference."""
@@ -126,7 +141,7 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
         raise UserError(f"--check {model_path}: binary output(s) {missing} are not outputs of the model ({names})")
     ort_out = dict(zip(names, session.run(None, feeds), strict=True))
     try:
-        ref_out = dict(zip(names, ReferenceEvaluator(model).run(None, feeds), strict=True))
+        ref_out = dict(zip(names, ReferenceEvaluator(_reference_model(model)).run(None, feeds), strict=True))
         note = ""
     except Exception as exc:  # noqa: BLE001 - the reference lacks some ops; report, do not fail
         ref_out, note = {}, f"onnx.reference failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
