@@ -7,11 +7,11 @@ uint8 x int8 kernels multiply with VPMADDUBSW, which saturates each pair of prod
 (255 x 127 x 2 > 32767; onnxruntime's quantization guide names the issue and this remedy), so the
 reference output of an 8-bit model depends on the CPU it runs on. With 7-bit weights no pair
 exceeds 255 x 64 x 2 = 32640, and the reference is the exact integer arithmetic on every CPU.
-Why uint8: onnxruntime's CPU provider fuses uint8 QDQ groups into its integer kernels (QLinearConv, QGemm, QLinearAdd,
-QLinearAveragePool) for every node of the graphs we tried, whereas with int8 activations it inserts
-s8->u8 conversions and leaves some Conv nodes in fp32 (DQ -> Conv -> Q), whose float accumulation
-order cannot be reproduced bit for bit. The ISA reads uint8 activations natively (GEMM dtype u8,
-VEC ``u8``), so nothing is lost on the accelerator side.
+Why uint8: onnxruntime's CPU provider fuses uint8 QDQ groups into its integer kernels (QLinearConv,
+QGemm, QLinearAdd, QLinearAveragePool) for every node of the graphs we tried, whereas with int8
+activations it inserts s8->u8 conversions and leaves some Conv nodes in fp32 (DQ -> Conv -> Q),
+whose float accumulation order cannot be reproduced bit for bit. The ISA reads uint8 activations
+natively (GEMM dtype u8, VEC ``u8``), so nothing is lost on the accelerator side.
 
 Before quantizing, a ReduceMean over the two spatial axes of a 4-D tensor (with keepdims, what
 PyTorch's ``adaptive_avg_pool2d(1)`` / ``mean((2, 3), keepdim=True)`` export) is rewritten as the
@@ -24,9 +24,9 @@ The float model's function is unchanged; the quantized model written out is the 
 A MatMul whose *first* operand is a constant (``M @ x``: a graph adjacency or mesh up-sampling
 matrix, hand_tracking) gets that constant quantized per tensor as symmetric uint8
 (``TensorQuantOverrides``: QUInt8, symmetric; zero point 64 in the 7-bit range). Why: per-channel
-int8 (the default for weights) puts the scales on the matrix's K axis, and even per-tensor int8 has no integer kernel for int8 x
-uint8, so onnxruntime would run that MatMul in float; uint8 x uint8 becomes QLinearMatMul, and
-``A - zero point`` is exactly int8 for the accelerator's GEMM.
+int8 (the default for weights) puts the scales on the matrix's K axis, and even per-tensor int8 has
+no integer kernel for int8 x uint8, so onnxruntime would run that MatMul in float; uint8 x uint8
+becomes QLinearMatMul, and ``A - zero point`` is exactly int8 for the accelerator's GEMM.
 
 Calibration uses seeded standard-normal inputs (or the user's ``.npy`` arrays), MinMax method.
 An already-quantized model (any QuantizeLinear/DequantizeLinear/QLinear* node) is kept as it is.

@@ -136,7 +136,8 @@ def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.nd
     inner to the innermost loop with a factor > 1 over a stationary dim: one max and one product
     over the loops, no sort."""
     out = np.empty(len(batch), np.int64)
-    latency_kernel.stream_lengths(batch_inner(batch.temporal), batch_inner(batch.order), _stationary(problem, dataflow), out)
+    latency_kernel.stream_lengths(batch_inner(batch.temporal), batch_inner(batch.order),
+                                  _stationary(problem, dataflow), out)
     return out
 
 
@@ -146,8 +147,8 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
     sys_ = arch.systolic
     assert sys_ is not None
     out = np.empty(len(batch), np.int64)
-    latency_kernel.compute_cycles(batch_inner(batch.temporal), batch_inner(batch.order), np.asarray(temporal_steps, np.int64),
-                                  _mode(mode),
+    latency_kernel.compute_cycles(batch_inner(batch.temporal), batch_inner(batch.order),
+                                  np.asarray(temporal_steps, np.int64), _mode(mode),
                                   _stationary(problem, sys_.dataflow), sys_.rows,
                                   int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols)), out)
     return out
@@ -225,8 +226,8 @@ def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Acce
     fill, drain, vector = np.empty(b), np.empty(b), np.empty(b)
     traffic = np.empty((2, len(arch.levels), b), np.int64)
     counts = (a.transpose(1, 2, 0) for a in (acc.reads, acc.fills, acc.updates, acc.tile_words))
-    latency_kernel.latency(*(batch_inner(a) for a in (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order,
-                                                  batch.keep)), *counts,
+    mapping = (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep)
+    latency_kernel.latency(*(batch_inner(a) for a in mapping), *counts,
                            np.asarray(acc.temporal_steps, dtype=np.int64), plan.read_bw, plan.write_bw, plan.db,
                            plan.staged, plan.fan, plan.holds, plan.is_out, plan.copies_mask, mode, plan.stationary,
                            plan.rows, plan.over, plan.vec, plan.vec_total, overlap,

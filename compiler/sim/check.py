@@ -104,9 +104,9 @@ def _as_binary(ref: np.ndarray, io: IOTensor) -> np.ndarray:
 def _reference_model(model):
     """The model as onnx.reference can run it. Its QuantizeLinear / DequantizeLinear exist for opset
     19 and later only ("No implementation for operator 'DequantizeLinear' ... version 18, found 19,
-    21, ..."), and compiler.quantize writes opset 17-18 models (onnxruntime.quantization's), so an
-    older model is converted to opset 21 first (onnx.version_converter: the QDQ ops keep their
-    meaning; per-axis and per-tensor scales are unchanged). A model the converter cannot take
+    21, ..."), and ONNX files of opset 17-18 are common (compiler.quantize keeps the source model's
+    opset), so an older model is converted to opset 21 first (onnx.version_converter: the QDQ ops
+    keep their meaning; per-axis and per-tensor scales are unchanged). A model the converter cannot take
     fails here, and check_outputs reports that instead of a reference figure."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 21)
     if opset >= 19:
