@@ -408,7 +408,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
     suf = np.ones((n_s + 1, d_n), np.int64)
     xy = np.ones((n_lv, d_n), np.int64)
     lp = np.zeros((n_lv, d_n), np.int64)
-    rcum = np.zeros((n_lv + 1, d_n), np.int64)
+    rsuf = np.zeros((n_lv + 1, d_n), np.int64)  # per dim: Σ over levels >= m of (f - 1) x place value
     tabove = np.ones((n_lv + 1, d_n), np.int64)  # products of the temporal factors above each level
     n_above = np.ones(n_lv + 1, np.int64)
     sp_above = np.ones(n_lv + 1, np.int64)
@@ -461,7 +461,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
         # ---- geometry: slot factors f [3L, D] (slot 3m: level m's temporal loop, 3m+1 / 3m+2 its
         # X / Y), suffix products (slot s's place value is suf[s + 1]), loop positions in the
         # whole nest
-        for m in range(n_lv):
+        for m in range(n_lv - 1, -1, -1):  # (inner levels first: the suffix products)
             # (the padding dims past d_real keep factor 1 and rank d_all from the start)
             if flags[2, m]:
                 for d in range(d_real):
@@ -469,6 +469,13 @@ def count(tem, spx, spy, rank, keep, timeloop,
                     f[3 * m + 1, d] = spx[b, m, di]
                     f[3 * m + 2, d] = spy[b, m, di]
                     xy[m, d] = f[3 * m + 1, d] * f[3 * m + 2, d]
+                for d in range(d_n):
+                    suf[3 * m + 2, d] = suf[3 * m + 3, d] * f[3 * m + 2, d]
+                    suf[3 * m + 1, d] = suf[3 * m + 2, d] * f[3 * m + 1, d]
+            else:
+                for d in range(d_n):
+                    suf[3 * m + 2, d] = suf[3 * m + 3, d]
+                    suf[3 * m + 1, d] = suf[3 * m + 3, d]
             for d in range(d_real):
                 di = idx[d]
                 f[3 * m, d] = tem[b, m, di]
@@ -477,16 +484,14 @@ def count(tem, spx, spy, rank, keep, timeloop,
                 # the loop's position in the nest, or -1 for a trivial loop: no branch (random
                 # factors make one unpredictable; as one it cost about 10 % of the kernel's time)
                 lp[m, d] = (rk[m, d] + m * d_all) | -np.int64(f[3 * m, d] < 2)
-        for s in range(n_s - 1, -1, -1):
-            for d in range(d_n):
-                suf[s, d] = suf[s + 1, d] * f[s, d]
+                suf[3 * m, d] = suf[3 * m + 1, d] * f[3 * m, d]
+                rsuf[m, d] = rsuf[m + 1, d] + (f[3 * m, d] - 1) * suf[3 * m + 1, d]
         for m in range(n_lv):
             pt, ps = 1, 1
             for d in range(d_n):
                 pt *= f[3 * m, d]
                 ps *= xy[m, d]
                 tabove[m + 1, d] = tabove[m, d] * f[3 * m, d]
-                rcum[m + 1, d] = rcum[m, d] + (f[3 * m, d] - 1) * suf[3 * m + 1, d]
             n_above[m + 1] = n_above[m] * pt
             sp_above[m + 1] = sp_above[m] * ps
             if timeloop:  # (only Timeloop's model reads it)
@@ -554,7 +559,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
                                         sh -= cf * (f[3 * m, e] - 1) * suf[3 * m + 1, e]
                                     elif e == fj:
                                         sh += cf * suf[3 * m + 1, e]
-                                    sh += cf * (rcum[m + 1, e] - rcum[c, e])
+                                    sh -= cf * (rsuf[m + 1, e] - rsuf[c, e])
                                 shift[k, n_act] = sh
                                 still = still and sh == 0
                             if timeloop and n_mt > 0 and not still and lp[m, fj] != last[c - 1]:
