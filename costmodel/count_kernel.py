@@ -387,6 +387,9 @@ def count(tem, spx, spy, rank, keep, timeloop,
     [L, T, B] and [B]). Returns the index of the first mapping not counted (B when all are). The
     ranks must be permutations (see :func:`first_bad_order`).
 
+    Tensors without a window axis take the classic reuse formula (:func:`_windowless`); the others
+    walk each link's reusing loops, window tables and memoized merges.
+
     The plan (costmodel.analysis._Plan.packed) is costmodel.tiles.PackedTables's arrays with
     ``flags`` [3, L] after ``idx``: the multicast / reduction networks that merge, and the levels
     with a fan-out (the others' spatial factors are 1 in a valid mapping and are not read).
