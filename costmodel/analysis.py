@@ -113,7 +113,7 @@ class _Plan:
     def __init__(self, problem: Problem, arch) -> None:
         t = packed_tables(problem)
         # networks whose fan-out is 1 merge nothing: leaving them out makes equal merge sets equal
-        fan = [lv.fanout_x * lv.fanout_y > 1 for lv in arch.levels]
+        fan = [lv.fanout > 1 for lv in arch.levels]
         flags = np.array([[lv.multicast and f for lv, f in zip(arch.levels, fan)],
                           [lv.spatial_reduction and f for lv, f in zip(arch.levels, fan)], fan], np.int64)
         if 3 + t.ax_coef.shape[2] * (2 + 6 * len(arch.levels)) > 1024:  # the kernel's longest memo key

@@ -201,7 +201,7 @@ class LatencyPlan:
         self.db = np.array([i == 0 or x.double_buffered or x.ideal_overlap for i, x in enumerate(lv)])
         staged = staged_levels(arch)
         self.staged = np.isin(np.arange(len(lv)), staged)
-        self.fan = np.array([x.fanout_x * x.fanout_y > 1 for x in lv])
+        self.fan = np.array([x.fanout > 1 for x in lv])
         self.holds = np.array([[t.name in x.holds for t in problem.tensors] for x in lv])
         self.is_out = np.array([t.is_output for t in problem.tensors])
         self.copies_mask = copies_mask(problem, arch)

@@ -60,7 +60,7 @@ def copies_mask(problem: Problem, arch: Architecture) -> np.ndarray:
     below a fan-out of 1."""
     out = np.zeros((len(arch.levels), len(problem.tensors), len(problem.dim_names)), bool)
     for m, lv in enumerate(arch.levels):
-        if lv.fanout_x * lv.fanout_y == 1:
+        if lv.fanout == 1:
             continue
         for ti, t in enumerate(problem.tensors):
             merges = lv.spatial_reduction if t.is_output else lv.multicast

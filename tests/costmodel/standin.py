@@ -25,6 +25,10 @@ class Level:
     double_buffered: bool = False
     kind: str = "sram"
 
+    @property
+    def fanout(self) -> int:  # as costmodel.arch.Level's
+        return self.fanout_x * self.fanout_y
+
 
 @dataclass(frozen=True)
 class Arch:

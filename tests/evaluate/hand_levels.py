@@ -10,4 +10,6 @@ def level(name: str, **kw: object) -> NS:
             "multicast": True, "spatial_reduction": True, "double_buffered": True, "ideal_overlap": False,
             "read_bw": None, "write_bw": None, "read_pj": 0.0, "write_pj": 0.0, "hop_pj": 0.0, "leak_mw": 0.0,
             "instances": 1}
-    return NS(**{**base, **kw})
+    lv = NS(**{**base, **kw})
+    lv.fanout = lv.fanout_x * lv.fanout_y  # as costmodel.arch.Level's property
+    return lv

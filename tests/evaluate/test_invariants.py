@@ -34,7 +34,7 @@ def architectures(draw, systolic: bool = False):
         holds = ("I", "W", "O") if i == 0 else tuple(t for t in "IWO" if draw(st.booleans())) or ("O",)
         levels.append(NS(
             name=f"L{i}", holds=holds, capacity_words=None if i == 0 else draw(st.sampled_from([None, 64, 512])),
-            fanout_x=fx, fanout_y=fy, multicast=draw(st.booleans()), spatial_reduction=draw(st.booleans()),
+            fanout_x=fx, fanout_y=fy, fanout=fx * fy, multicast=draw(st.booleans()), spatial_reduction=draw(st.booleans()),
             double_buffered=draw(st.booleans()), ideal_overlap=draw(st.booleans()),
             read_bw=draw(st.sampled_from([None, 0.5, 1, 4])), write_bw=draw(st.sampled_from([None, 1, 2])),
             read_pj=draw(st.floats(0, 100)), write_pj=draw(st.floats(0, 100)), hop_pj=draw(st.floats(0, 2)),
