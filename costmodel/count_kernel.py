@@ -230,6 +230,20 @@ def _merge_factors(mask, lo, hi, xy, excl_used, tdims, ti, mf):
 
 
 @njit(cache=True, inline='always')
+def _deposit(o, j0, ti, c, x, parent, mac, dn, er):
+    """Step x of a link's walk up from level c into the block's counts ``o[:, j0]``: ``dn`` (down
+    the multicast networks) and ``er`` (up the reduction ones) are the fills of c at x = c, the
+    reads and updates of the parent at x = parent, and the hops of level x - 1 on the way."""
+    if x == c and not mac:
+        o[0, j0, c, ti] += dn
+    if x == parent:
+        o[1, j0, x, ti] += dn
+        o[2, j0, x, ti] += er
+    else:
+        o[3, j0, x - 1, ti] += dn + er
+
+
+@njit(cache=True, inline='always')
 def _windowless(ti, is_out, n_lv, kp, flags, tinfo, tdims, f, lp, xy, suf, tabove, n_above, sp_above,
                 o, j0, d_n, d_real):
     """The counts of tensor ``ti``, which has no window axis, into ``o[:, j0]``: the general link
@@ -286,13 +300,7 @@ def _windowless(ti, is_out, n_lv, kp, flags, tinfo, tdims, f, lp, xy, suf, tabov
             if x == c or flags[0, x] or flags[1, x]:
                 dn = sp_above[c] // q0 * (sg * base - ds) if is_out else sp_above[c] // q0 * sg * base
                 er = sp_above[c] // q1 * sg * base if is_out else 0
-            if x == c and not mac:
-                o[0, j0, c, ti] += dn
-            if x == parent:
-                o[1, j0, x, ti] += dn
-                o[2, j0, x, ti] += er
-            else:
-                o[3, j0, x - 1, ti] += dn + er
+            _deposit(o, j0, ti, c, x, parent, mac, dn, er)
         parent = c
 
 
@@ -669,13 +677,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
                             dn = v
                         else:
                             er = v
-                    if x == c and not mac:
-                        o[0, j0, c, ti] += dn
-                    if x == parent:
-                        o[1, j0, x, ti] += dn
-                        o[2, j0, x, ti] += er
-                    else:
-                        o[3, j0, x - 1, ti] += dn + er
+                    _deposit(o, j0, ti, c, x, parent, mac, dn, er)
         if stop >= 0:
             break
     if stop >= 0:
