@@ -7,7 +7,8 @@ code more than its operation count (docs/costmodel.md), so guessing from the sou
 This samples the instruction pointer with ``perf`` (the cpu-clock event works in a virtual
 machine without hardware counters), compiles the kernels with line tables
 (``NUMBA_DEBUGINFO=1``, into a private cache so the normal one is untouched), and maps each
-sample through the object code's line table (``objdump -l``) to a line of the kernel's module.
+sample through the object code's line table (``objdump -l``) to a line of the kernel's module,
+then sums the lines per function of the module (the helpers the kernel inlines get their own rows).
 
     python benchmarks/profile_kernels.py [--config tpu_like] [--n 50000] [--top 40]
 
@@ -79,6 +80,17 @@ def line_table(obj: Path, name: str, source: str) -> tuple[int, list[int], list[
     return size, offs, lines
 
 
+def enclosing_defs(src: list[str]) -> dict[int, str]:
+    """Line number -> the top-level function it belongs to: the kernels inline their helpers, so
+    this is how a sample of the one compiled function is split into its parts."""
+    out, cur = {}, "(module)"
+    for i, text in enumerate(src, 1):
+        if m := re.match(r"def (\w+)", text):
+            cur = m.group(1)
+        out[i] = cur
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="tpu_like")
@@ -116,6 +128,11 @@ def main() -> None:
         for line, n in hits.most_common(args.top):
             text = src[line - 1].strip() if 0 < line <= len(src) else "(no line: inlined numba runtime code)"
             print(f"{100 * n / max(total, 1):5.1f} %  {line:4d}  {text[:100]}")
+        owner, by_def = enclosing_defs(src), collections.Counter()
+        for line, n in hits.items():
+            by_def[owner.get(line, "(no line)")] += n
+        print("by function (inlined helpers apart): " + ", ".join(
+            f"{name} {100 * n / max(total, 1):.1f} %" for name, n in by_def.most_common()))
 
 
 if __name__ == "__main__":
