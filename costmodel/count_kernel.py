@@ -289,7 +289,8 @@ def _windowless(ti, is_out, n_lv, kp, flags, tinfo, tdims, f, lp, xy, suf, tabov
         base = n_above[c] if mac else upto
         q0, q1, dn, er = 1, 1, 0, 0
         for x in range(c, parent - 1, -1):
-            if x < c and (flags[0, x] or flags[1, x]):
+            merges = x < c and (flags[0, x] or flags[1, x])
+            if merges:
                 # the merged spatial factors of level x outside the tensor's dims (its used dims
                 # are its single-term dims, which both models leave unmerged in these counts)
                 v = 1
@@ -297,8 +298,8 @@ def _windowless(ti, is_out, n_lv, kp, flags, tinfo, tdims, f, lp, xy, suf, tabov
                     v *= 1 if tdims[ti, 2, d] else xy[x, d]
                 q0 *= v if flags[0, x] else 1
                 q1 *= v if flags[1, x] else 1
-            if x == c or flags[0, x] or flags[1, x]:
-                dn = sp_above[c] // q0 * (sg * base - ds) if is_out else sp_above[c] // q0 * sg * base
+            if x == c or merges:
+                dn = sp_above[c] // q0 * (sg * base - (ds if is_out else 0))
                 er = sp_above[c] // q1 * sg * base if is_out else 0
             _deposit(o, j0, ti, c, x, parent, mac, dn, er)
         parent = c
@@ -573,7 +574,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
                                     sh -= cf * (rsuf[m + 1, e] - rsuf[c, e])
                                 shift[k, n_act] = sh
                                 still = still and sh == 0
-                            if timeloop and n_mt > 0 and not still and lp[m, fj] != last[c - 1]:
+                            if timeloop and not still and lp[m, fj] != last[c - 1]:
                                 continue
                             # the steps at which the loop advances: those of the loops outer to it
                             # (no branch: random loop orders would make one unpredictable)
