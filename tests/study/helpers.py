@@ -38,8 +38,23 @@ def small_study(tmp: Path, *, sampler: str = "grid", trials: int = 12, name: str
     return path
 
 
-def study_app() -> typer.Typer:
+def study_app(pace: float = 0.0) -> typer.Typer:
+    """The study commands as a CLI app. ``pace`` > 0 makes every trial wait that many seconds before
+    it runs (results unchanged): the kill tests then find a trial RUNNING however fast trials get."""
     from dse.cli import study_cmd
+
+    if pace > 0:
+        import time
+
+        from dse.study import runner
+
+        call = runner.Objective.__call__
+
+        def paced(self: runner.Objective, trial: object) -> list[float]:
+            time.sleep(pace)
+            return call(self, trial)
+
+        runner.Objective.__call__ = paced
 
     app = typer.Typer(pretty_exceptions_enable=False)
     study_cmd.register(app)

@@ -30,11 +30,11 @@ def _signature(trials: list[optuna.trial.FrozenTrial]) -> list[tuple]:
 
 def _kill_mid_trial(path: Path, out: Path, sig: signal.Signals) -> int | None:
     """Runs ``dse sweep`` on ``path`` and sends ``sig`` while a trial is RUNNING, after two have
-    finished. Returns the exit status, or None when the signal missed a trial: a trial takes tens
-    of milliseconds, about as long as reading the journal, so it may have finished (and the next
-    not yet started) by the time the signal lands."""
+    finished. Returns the exit status, or None when the signal missed a trial. Each trial is paced
+    to last at least 0.3 s (a revisited design otherwise takes a millisecond, and a whole random
+    sweep of the 12-point grid could end between two reads of the journal: CI saw it once)."""
     code = ("import sys; from tests.study.helpers import study_app; "
-            "study_app()(['sweep', sys.argv[1], '--no-progress'])")
+            "study_app(pace=0.3)(['sweep', sys.argv[1], '--no-progress'])")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -67,13 +67,11 @@ def test_kill_mid_trial_then_resume(tmp_path: Path, sampler: str, sig: signal.Si
     """SIGKILL, or Ctrl-C (SIGINT: `dse sweep` exits 130 and leaves the trial RUNNING, not FAIL)."""
     ref_dir = tmp_path / "ref"
     ref_dir.mkdir()
-    # a larger mapper budget makes each trial longer, so that the kill lands inside one
-    extra = {"mapper": {"max_evaluations": 1500}}
-    ref = run_study(small_study(ref_dir, sampler=sampler, trials=N, **extra))
+    ref = run_study(small_study(ref_dir, sampler=sampler, trials=N))
     for attempt in range(5):  # until the signal lands inside a trial (see _kill_mid_trial)
         run_dir = tmp_path / f"run{attempt}"
         run_dir.mkdir()
-        path = small_study(run_dir, sampler=sampler, trials=N, **extra)
+        path = small_study(run_dir, sampler=sampler, trials=N)
         out = run_dir / "out"
         code = _kill_mid_trial(path, out, sig)
         if code is not None:
