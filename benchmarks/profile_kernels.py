@@ -1,6 +1,6 @@
 """Where the compiled cost-model kernels spend their time, per source line: a sampling profile of
-``costmodel.count_kernel.count`` and ``costmodel.latency_kernel.latency`` while
-``evaluate_batch`` runs on a batch of random mappings.
+``costmodel.count_kernel.count``, ``costmodel.latency_kernel.latency`` and
+``costmodel.energy_kernel.totals`` while ``evaluate_batch`` runs on a batch of random mappings.
 
 Why: each kernel is one large compiled function, and its speed follows the shape of its machine
 code more than its operation count (docs/costmodel.md), so guessing from the source misleads.
@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = {"count": "count_kernel", "latency": "latency_kernel"}  # function -> module of costmodel
+KERNELS = {"count": "count_kernel", "latency": "latency_kernel", "totals": "energy_kernel"}  # function -> module
 
 
 def child(args: argparse.Namespace, out: Path) -> None:

@@ -53,31 +53,47 @@ def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Access
     ``model="timeloop"`` applies Timeloop's two approximations instead of exact sets (see
     docs/semantics.md): windows slide only under the innermost nontrivial loop, and multicast /
     reduction merge only identical tiles. Used to reproduce Timeloop's numbers."""
-    from costmodel import count_kernel
+    stage = CountStage(problem, arch, batch, model)
+    stage.run(0, len(batch))
+    return stage.acc
 
-    if model not in ("exact", "timeloop"):
-        raise ValueError(f"access_counts: model must be 'exact' or 'timeloop', got {model!r}")
-    plan = plan_for(_Plan, problem, arch)
-    b, n_lv, _ = batch.temporal.shape
-    n_t = len(problem.tensors)
-    out = [np.empty((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
-    steps = np.empty(b, np.int64)
-    pk, memo = plan.packed, plan.memo
-    bad = count_kernel.first_bad_order(batch_inner(batch.order))
-    if bad >= 0:
-        raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
-                         "permutation of 0..D-1")
-    tags = count_kernel.shape_tags(len(pk[0]), n_t)
-    start = 0
-    while start < b:
-        start = count_kernel.count_batch(batch.temporal, batch.spatial_x, batch.spatial_y, batch.order,
-                                         batch.keep, model == "timeloop", *pk, *memo.arrays(), start, *out,
-                                         steps, *tags)
-        if start < b:
-            memo.grow()
-    fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in out)
-    return Accesses(fills=fills, reads=reads, updates=updates, hops=hops, tile_words=words,
-                    macs=np.full(b, problem.macs, np.int64), temporal_steps=steps)
+
+class CountStage:
+    """The access counts of one batch, computed a range of mappings at a time: ``acc`` holds them,
+    row ``i`` once a :meth:`run` has covered ``i``. Why ranges: ``evaluate_batch`` takes the batch
+    in chunks through counts, latency and energy, so that the later stages read a chunk's counts
+    from cache instead of memory."""
+
+    def __init__(self, problem: Problem, arch, batch, model: str = "exact") -> None:
+        from costmodel import count_kernel
+
+        if model not in ("exact", "timeloop"):
+            raise ValueError(f"access_counts: model must be 'exact' or 'timeloop', got {model!r}")
+        self.plan = plan_for(_Plan, problem, arch)
+        self.batch, self.timeloop = batch, model == "timeloop"
+        b, n_lv, _ = batch.temporal.shape
+        n_t = len(problem.tensors)
+        self.out = [np.empty((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
+        self.steps = np.empty(b, np.int64)
+        bad = count_kernel.first_bad_order(batch_inner(batch.order))
+        if bad >= 0:
+            raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
+                             "permutation of 0..D-1")
+        self.tags = count_kernel.shape_tags(len(self.plan.packed[0]), n_t)
+        fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in self.out)
+        self.acc = Accesses(fills=fills, reads=reads, updates=updates, hops=hops, tile_words=words,
+                            macs=np.full(b, problem.macs, np.int64), temporal_steps=self.steps)
+
+    def run(self, lo: int, hi: int) -> None:
+        """Counts mappings lo..hi-1 (growing the plan's memo whenever the kernel finds it full)."""
+        from costmodel import count_kernel
+
+        bt, pk, memo = self.batch, self.plan.packed, self.plan.memo
+        while lo < hi:
+            lo = count_kernel.count_batch(bt.temporal, bt.spatial_x, bt.spatial_y, bt.order, bt.keep, self.timeloop,
+                                          *pk, *memo.arrays(), lo, hi, *self.out, self.steps, *self.tags)
+            if lo < hi:
+                memo.grow()
 
 
 class _Memo:

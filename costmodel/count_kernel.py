@@ -390,11 +390,11 @@ def first_bad_order(rank):
 def count(tem, spx, spy, rank, keep, timeloop,
           idx, flags, tinfo, tdims, ax_n, ax_coef, ax_dim, ax_span,
           tsize, tsize_off, tover, tover_off, lk, lk_off, radix,
-          slots, keys, ent, rows, fill, start,
+          slots, keys, ent, rows, fill, start, end,
           fills, reads, updates, hops, words, steps, dims_tag, tensors_tag):
-    """Counts of mappings start.. of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
-    [L, T, B] and [B]). Returns the index of the first mapping not counted (B when all are). The
-    ranks must be permutations (see :func:`first_bad_order`).
+    """Counts of mappings start..end-1 of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
+    [L, T, B] and [B]). Returns the index of the first mapping not counted (``end`` when all are).
+    The ranks must be permutations (see :func:`first_bad_order`).
 
     Tensors without a window axis take the classic reuse formula (:func:`_windowless`); the others
     walk each link's reusing loops, window tables and memoized merges.
@@ -409,7 +409,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
     scratch tables (measured: -10 % and -5 % of the kernel's time). Dims past the problem's active
     ones have factor 1 everywhere, so padding to a multiple of 8 changes no count and one
     version serves every problem of up to 8 active dims."""
-    b_n, n_lv, d_all = tem.shape
+    _, n_lv, d_all = tem.shape
     n_t = len(tensors_tag)
     d_real = idx.shape[0]
     d_n = len(dims_tag)
@@ -455,12 +455,12 @@ def count(tem, spx, spy, rank, keep, timeloop,
     # written out; the caller grows the tables and resumes there. (One exit, after the loop:
     # each return inside it carries the release of every scratch array; about 2 % of the time.)
     stop = -1
-    for b in range(start, b_n):
+    for b in range(start, end):
         j0 = (b - start) % blk
         if j0 == 0:
             if b > start:
                 _flush(o, blk, b - blk, fills, reads, updates, hops, words)
-            if b + 3 * blk <= b_n:  # the block after next
+            if b + 3 * blk <= end:  # the block after next
                 prefetch_rows(tem, b + 2 * blk, blk)
                 prefetch_rows(spx, b + 2 * blk, blk)
                 prefetch_rows(spy, b + 2 * blk, blk)
@@ -685,10 +685,10 @@ def count(tem, spx, spy, rank, keep, timeloop,
         j0 = (stop - start) % blk
         _flush(o, j0, stop - j0, fills, reads, updates, hops, words)
         return stop
-    if b_n > start:
-        nb = (b_n - start - 1) % blk + 1
-        _flush(o, nb, b_n - nb, fills, reads, updates, hops, words)
-    return b_n
+    if end > start:
+        nb = (end - start - 1) % blk + 1
+        _flush(o, nb, end - nb, fills, reads, updates, hops, words)
+    return end
 
 
 def shape_tags(n_dims: int, n_tensors: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

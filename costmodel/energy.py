@@ -9,9 +9,9 @@ the layer's duration, busy or not: every instance of every level, every MAC, and
 
 Per-word energies are the architecture's resolved ``read_pj`` / ``write_pj`` (the technology model,
 or the config's overrides); a fill (a word arriving from the parent) and an update (a partial sum
-written back by a child) both cost one write. Everything is numpy over
-the batch axis; the breakdown arrays add up to the total (up to float rounding: the total is
-computed from per-level sums, the breakdown per level, tensor and action).
+written back by a child) both cost one write. The totals are compiled (costmodel.energy_kernel),
+the breakdown arrays numpy over the batch axis; they add up to the total (up to float rounding:
+the total is computed from per-level sums, the breakdown per level, tensor and action).
 """
 
 from __future__ import annotations
@@ -40,19 +40,27 @@ def _lbt(a: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Energy:
-    """Energy (pJ) of B mappings. ``total``, ``mac``, ``mac_leakage``, ``vector_leakage`` (the
-    vector unit's, zero without one) [B] are computed eagerly (the
-    mappers need only totals); the breakdown arrays are computed on first use: ``access``
+    """Energy (pJ) of B mappings. ``total`` and ``mac`` [B] are computed eagerly (the mappers need
+    only totals), the leakage of the MACs and of the vector unit (zero without one) from
+    ``seconds`` and their rates (pJ/s) on first use, and so are the breakdown arrays: ``access``
     [B, L, T, 3] (read, fill, update), ``network`` [B, L, T] (words over the fan-out below each
     level), ``leakage`` [B, L]."""
 
     total: np.ndarray
     mac: np.ndarray
-    mac_leakage: np.ndarray
-    vector_leakage: np.ndarray
     seconds: np.ndarray
     acc: Accesses
     vectors: dict[str, np.ndarray]
+    mac_rate: float
+    vector_rate: float
+
+    @cached_property
+    def mac_leakage(self) -> np.ndarray:
+        return self.seconds * self.mac_rate
+
+    @cached_property
+    def vector_leakage(self) -> np.ndarray:
+        return self.seconds * self.vector_rate
 
     @cached_property
     def access(self) -> np.ndarray:
@@ -87,21 +95,32 @@ def level_vectors(arch: Architecture) -> dict[str, np.ndarray]:
 
 def energy(arch: Architecture, acc: Accesses, latency_s: np.ndarray) -> Energy:
     """Energy of every mapping of a batch, given its access counts and its latency in seconds [B]."""
-    v = level_vectors(arch)
-    seconds = np.asarray(latency_s, dtype=np.float64)
-    # totals as [L] . [L, B] products over per-level word sums (the hot path: no [B, L, T] temporaries)
-    reads = _lbt(acc.reads).sum(axis=1)
-    writes = _lbt(acc.fills).sum(axis=1) + _lbt(acc.updates).sum(axis=1)
-    hops = _lbt(acc.hops).sum(axis=1)
-    mac = np.asarray(acc.macs, dtype=np.float64) * float(arch.mac.energy_pj)
-    mac_leakage = seconds * (float(arch.mac.leak_mw) * arch.num_pes * PJ_PER_MW_S)
-    total = v["read_pj"] @ reads + v["write_pj"] @ writes + v["hop_pj"] @ hops + mac + mac_leakage
-    total += seconds * (v["leak_mw"].sum() * PJ_PER_MW_S)
-    vu = getattr(arch, "vector_unit", None)
-    if vu is None:
-        vector_leakage = np.zeros_like(seconds)
-    else:
-        vector_leakage = seconds * (float(vu.leak_mw) * PJ_PER_MW_S)
-        total += vector_leakage
-    return Energy(total=total, mac=mac, mac_leakage=mac_leakage, vector_leakage=vector_leakage,
-                  seconds=seconds, acc=acc, vectors=v)
+    stage = EnergyStage(arch, acc, np.asarray(latency_s, dtype=np.float64))
+    stage.run(0, len(stage.en.total))
+    return stage.en
+
+
+class EnergyStage:
+    """The energy of one batch, computed a range of mappings at a time (costmodel.energy_kernel)
+    from their counts and ``seconds`` (as costmodel.analysis.CountStage, whose ranges it follows in
+    ``evaluate_batch``): ``en`` holds it, ``total[i]`` once a :meth:`run` has covered ``i``.
+    ``seconds`` [B] float64 is read as it stands when :meth:`run` is called."""
+
+    def __init__(self, arch: Architecture, acc: Accesses, seconds: np.ndarray) -> None:
+        v = level_vectors(arch)
+        rates = [float(arch.mac.leak_mw) * arch.num_pes * PJ_PER_MW_S, v["leak_mw"].sum() * PJ_PER_MW_S]
+        vu = getattr(arch, "vector_unit", None)
+        vector_rate = 0.0 if vu is None else float(vu.leak_mw) * PJ_PER_MW_S
+        if vu is not None:
+            rates.append(vector_rate)
+        mac = np.asarray(acc.macs, dtype=np.float64) * float(arch.mac.energy_pj)
+        self.en = Energy(total=np.empty(len(mac)), mac=mac, seconds=seconds, acc=acc, vectors=v,
+                         mac_rate=rates[0], vector_rate=vector_rate)
+        self._inputs = (*(_lbt(a) for a in (acc.reads, acc.fills, acc.updates, acc.hops)), seconds, mac,
+                        v["read_pj"], v["write_pj"], v["hop_pj"], np.array(rates))
+
+    def run(self, lo: int, hi: int) -> None:
+        """Totals of mappings lo..hi-1 (their counts and seconds must be in already)."""
+        from costmodel import energy_kernel
+
+        energy_kernel.totals(*self._inputs, lo, hi, self.en.total)

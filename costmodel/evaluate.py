@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from costmodel.energy import ACTIONS, Energy, energy
+from costmodel.energy import ACTIONS, Energy, EnergyStage
 from costmodel.errors import UserError
-from costmodel.latency import Latency, SystolicMode, latency
+from costmodel.latency import Latency, LatencyStage, SystolicMode
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 RESERVED = ("mac", "network", "leakage", "vector_unit")
 """Keys of ``energy_breakdown_pj`` next to the level names."""
+
+CHUNK = 4096
+"""Mappings per pass of ``evaluate_batch`` through counts, latency and energy: a chunk's counts
+(~0.5 KB per mapping) are still in cache when the later stages read them."""
 
 
 @dataclass
@@ -161,18 +165,26 @@ class Evaluation:
 def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *, overlap: bool = True,
                    systolic_mode: SystolicMode | None = None) -> BatchEvaluation:
     """Evaluate B mappings of one layer at once (the mappings are assumed valid)."""
-    from costmodel.analysis import access_counts
+    from costmodel.analysis import CountStage
 
     level_names = tuple(lv.name for lv in arch.levels)
     clash = sorted(set(level_names) & set(RESERVED))
     if clash:
         raise UserError(f"{getattr(arch, 'source', arch.name)}: level names {clash} are reserved for the "
                         f"energy breakdown ({', '.join(RESERVED)}); rename the level")
-    acc = access_counts(problem, arch, batch)
-    lat = latency(problem, arch, batch, acc, overlap=overlap, systolic_mode=systolic_mode)
-    cycles = lat.total
-    seconds = cycles / float(arch.clock_hz)
-    en = energy(arch, acc, seconds)
+    b = len(batch)
+    counts = CountStage(problem, arch, batch)
+    acc = counts.acc
+    timing = LatencyStage(problem, arch, batch, acc, overlap=overlap, systolic_mode=systolic_mode)
+    cycles, seconds = timing.lat.total, np.empty(b)
+    energies = EnergyStage(arch, acc, seconds)
+    for lo in range(0, b, CHUNK):  # each chunk through every stage (see CHUNK)
+        hi = min(b, lo + CHUNK)
+        counts.run(lo, hi)
+        timing.run(lo, hi)
+        np.divide(cycles[lo:hi], float(arch.clock_hz), out=seconds[lo:hi])
+        energies.run(lo, hi)
+    lat, en = timing.lat, energies.en
     macs = np.asarray(acc.macs, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         power = np.where(seconds > 0, en.total * 1e-9 / seconds, 0.0)  # pJ/s * 1e-9 = mW

@@ -217,20 +217,36 @@ class LatencyPlan:
 def latency(problem: Problem, arch: Architecture, batch: MappingBatch, acc: Accesses, *, overlap: bool = True,
             systolic_mode: SystolicMode | None = None) -> Latency:
     """Cycles of every mapping of the batch (see the module docstring for the model)."""
-    plan = plan_for(LatencyPlan, problem, arch)
-    mode = latency_kernel.NONE
-    if arch.systolic is not None:
-        mode = _mode(systolic_mode or ("overlapped" if overlap else "scalesim"))
-    b = len(batch)
-    compute, total = np.empty(b, np.int64), np.empty(b, np.int64)
-    fill, drain, vector = np.empty(b), np.empty(b), np.empty(b)
-    traffic = np.empty((2, len(arch.levels), b), np.int64)
-    counts = (a.transpose(1, 2, 0) for a in (acc.reads, acc.fills, acc.updates, acc.tile_words))
-    mapping = (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep)
-    latency_kernel.latency(*(batch_inner(a) for a in mapping), *counts,
-                           np.asarray(acc.temporal_steps, dtype=np.int64), plan.read_bw, plan.write_bw, plan.db,
-                           plan.staged, plan.fan, plan.holds, plan.is_out, plan.copies_mask, mode, plan.stationary,
-                           plan.rows, plan.over, plan.vec, plan.vec_total, overlap,
-                           compute, traffic, total, fill, drain, vector)
-    return Latency(compute=compute, traffic=traffic.transpose(2, 1, 0), total=total, fill=fill, drain=drain,
-                   vector=vector)
+    stage = LatencyStage(problem, arch, batch, acc, overlap=overlap, systolic_mode=systolic_mode)
+    stage.run(0, len(batch))
+    return stage.lat
+
+
+class LatencyStage:
+    """The latency of one batch, computed a range of mappings at a time from their counts (as
+    costmodel.analysis.CountStage, whose ranges it follows in ``evaluate_batch``): ``lat`` holds
+    it, row ``i`` once a :meth:`run` has covered ``i``."""
+
+    def __init__(self, problem: Problem, arch: Architecture, batch: MappingBatch, acc: Accesses, *,
+                 overlap: bool = True, systolic_mode: SystolicMode | None = None) -> None:
+        plan = plan_for(LatencyPlan, problem, arch)
+        mode = latency_kernel.NONE
+        if arch.systolic is not None:
+            mode = _mode(systolic_mode or ("overlapped" if overlap else "scalesim"))
+        b = len(batch)
+        compute, total = np.empty(b, np.int64), np.empty(b, np.int64)
+        fill, drain, vector = np.empty(b), np.empty(b), np.empty(b)
+        traffic = np.empty((2, len(arch.levels), b), np.int64)
+        counts = (a.transpose(1, 2, 0) for a in (acc.reads, acc.fills, acc.updates, acc.tile_words))
+        mapping = (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep)
+        self._inputs = (*(batch_inner(a) for a in mapping), *counts, np.asarray(acc.temporal_steps, dtype=np.int64),
+                        plan.read_bw, plan.write_bw, plan.db, plan.staged, plan.fan, plan.holds, plan.is_out,
+                        plan.copies_mask, mode, plan.stationary, plan.rows, plan.over, plan.vec, plan.vec_total,
+                        overlap)
+        self._outputs = (compute, traffic, total, fill, drain, vector)
+        self.lat = Latency(compute=compute, traffic=traffic.transpose(2, 1, 0), total=total, fill=fill,
+                           drain=drain, vector=vector)
+
+    def run(self, lo: int, hi: int) -> None:
+        """Cycles of mappings lo..hi-1 (their counts must be in already)."""
+        latency_kernel.latency(*self._inputs, lo, hi, *self._outputs)

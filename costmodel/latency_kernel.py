@@ -86,16 +86,16 @@ def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
 @njit(cache=True, error_model="numpy")
 def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
             read_bw, write_bw, db, staged, fan, holds, is_out, copies_mask,
-            mode, stationary, rows, over, vec, vec_total, overlap,
+            mode, stationary, rows, over, vec, vec_total, overlap, lo, hi,
             compute, traffic, total, fill, drain, vector):
-    """Cycles of every mapping (inputs [L, D, B] and [L, T, B], counts [L, T, B]: the batch
+    """Cycles of mappings lo..hi-1 (inputs [L, D, B] and [L, T, B], counts [L, T, B]: the batch
     innermost, so that the loops over a block vectorize when these are C-contiguous; ``traffic``
     [2, L, B]). ``staged`` [L] marks the staged levels, ``fan`` [L] those with a fan-out (the
     others' spatial factors are 1 in a valid mapping and are not read), ``holds`` [L, T] which
     tensors a level holds, ``copies_mask`` [L, T, D] the dims whose spatial factors give distinct
     tiles below a level (none where its fan-out is 1); ``vec`` = (lanes, level, output tensor, elements,
     passes per element), lanes 0 without a vector unit, whose total cycles are ``vec_total``."""
-    n_lv, n_d, b_n = tem.shape
+    n_lv, n_d, _ = tem.shape
     n_t = is_out.shape[0]
     s0 = n_lv  # the outermost staged level (n_lv: none)
     for m in range(n_lv - 1, -1, -1):
@@ -114,8 +114,8 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     walking = np.zeros(BLOCK, np.bool_)
     cyc = np.zeros(BLOCK)
     v_last = np.zeros(BLOCK)
-    for b0 in range(0, b_n, BLOCK):
-        nb = min(BLOCK, b_n - b0)
+    for b0 in range(lo, hi, BLOCK):
+        nb = min(BLOCK, hi - b0)
         ub, unb = np.uint64(b0), np.uint64(nb)  # unsigned indices: no negative-index fix-up, so
         # the loops over the block read contiguous vectors instead of gathering
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp)

@@ -44,6 +44,25 @@ def test_invariants_on_shipped_config(name):
         assert one["area_mm2"] > 0
 
 
+
+@pytest.mark.parametrize("name", ["tpu_like", "eyeriss_like", "ar_glasses_npu"])
+def test_chunks_are_invisible(name, monkeypatch):
+    """evaluate_batch takes the batch through its stages in chunks: chunks of 7 (ranges that split
+    the kernels' blocks of 64-256 mappings anywhere) give the numbers of one chunk, bit for bit."""
+    import costmodel.evaluate as ev_mod
+
+    arch = load_architecture(name)
+    problem = LAYERS[0]
+    batch = random_mappings(problem, arch, 300, seed=5)
+    whole = evaluate_batch(problem, arch, batch)
+    monkeypatch.setattr(ev_mod, "CHUNK", 7)
+    parts = evaluate_batch(problem, arch, batch)
+    for field in ("fills", "reads", "updates", "hops", "tile_words", "temporal_steps"):
+        np.testing.assert_array_equal(getattr(parts.accesses, field), getattr(whole.accesses, field))
+    for field in ("latency_cycles", "energy_pj", "power_mw", "edp", "utilization"):
+        np.testing.assert_array_equal(getattr(parts, field), getattr(whole, field))
+    np.testing.assert_array_equal(parts.lat.traffic, whole.lat.traffic)
+
 def test_tpu_like_example_against_scalesim():
     arch = api.load_hw("tpu_like")
     problem = api.load_layer(EXAMPLES / "layers" / "resnet50_conv3x3_128.yaml")
