@@ -75,20 +75,21 @@ class CountStage:
         n_t = len(problem.tensors)
         self.out = [np.empty((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
         self.steps = np.empty(b, np.int64)
-        bad = count_kernel.first_bad_order(batch_inner(batch.order))
-        if bad >= 0:
-            raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
-                             "permutation of 0..D-1")
         self.tags = count_kernel.shape_tags(len(self.plan.packed[0]), n_t)
         fills, reads, updates, hops, words = (a.transpose(2, 0, 1) for a in self.out)
         self.acc = Accesses(fills=fills, reads=reads, updates=updates, hops=hops, tile_words=words,
                             macs=np.full(b, problem.macs, np.int64), temporal_steps=self.steps)
 
     def run(self, lo: int, hi: int) -> None:
-        """Counts mappings lo..hi-1 (growing the plan's memo whenever the kernel finds it full)."""
+        """Counts mappings lo..hi-1 (growing the plan's memo whenever the kernel finds it full).
+        Their loop orders are checked first (the check brings them into cache for the kernel)."""
         from costmodel import count_kernel
 
         bt, pk, memo = self.batch, self.plan.packed, self.plan.memo
+        bad = count_kernel.first_bad_order(batch_inner(bt.order), lo, hi)
+        if bad >= 0:
+            raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
+                             "permutation of 0..D-1")
         while lo < hi:
             lo = count_kernel.count_batch(bt.temporal, bt.spatial_x, bt.spatial_y, bt.order, bt.keep, self.timeloop,
                                           *pk, *memo.arrays(), lo, hi, *self.out, self.steps, *self.tags)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from standin import Arch, Level, random_arch, random_mapping, random_problem
 
 from costmodel import problem as P
-from costmodel.analysis import access_counts
+from costmodel.analysis import CountStage, access_counts
 from costmodel.mapping import LevelMapping, Mapping, MappingBatch
 from costmodel.tiles import packed_tables
 
@@ -106,6 +106,11 @@ def test_order_must_be_a_permutation(bad, flaw):
         batch.order[bad, level, d] = -1 if flaw == "negative" else 64
     with pytest.raises(ValueError, match=f"mapping {bad}: .*permutation"):
         access_counts(prob, arch, batch)
+    stage = CountStage(prob, arch, batch)  # in ranges, as evaluate_batch runs it: each range is checked
+    with pytest.raises(ValueError, match=f"mapping {bad}: .*permutation"):
+        for lo in range(0, len(batch), 100):
+            stage.run(lo, lo + 100)
+    assert lo == bad // 100 * 100  # the ranges before it were counted
 
 
 @pytest.mark.parametrize("model", ["exact", "timeloop"])
