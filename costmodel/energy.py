@@ -108,16 +108,15 @@ class EnergyStage:
 
     def __init__(self, arch: Architecture, acc: Accesses, seconds: np.ndarray) -> None:
         v = level_vectors(arch)
-        rates = [float(arch.mac.leak_mw) * arch.num_pes * PJ_PER_MW_S, v["leak_mw"].sum() * PJ_PER_MW_S]
         vu = getattr(arch, "vector_unit", None)
+        mac_rate = float(arch.mac.leak_mw) * arch.num_pes * PJ_PER_MW_S
         vector_rate = 0.0 if vu is None else float(vu.leak_mw) * PJ_PER_MW_S
-        if vu is not None:
-            rates.append(vector_rate)
         mac = np.asarray(acc.macs, dtype=np.float64) * float(arch.mac.energy_pj)
         self.en = Energy(total=np.empty(len(mac)), mac=mac, seconds=seconds, acc=acc, vectors=v,
-                         mac_rate=rates[0], vector_rate=vector_rate)
+                         mac_rate=mac_rate, vector_rate=vector_rate)
+        rates = np.array([mac_rate, v["leak_mw"].sum() * PJ_PER_MW_S, vector_rate])  # the formula's order
         self._inputs = (*(_lbt(a) for a in (acc.reads, acc.fills, acc.updates, acc.hops)), seconds, mac,
-                        v["read_pj"], v["write_pj"], v["hop_pj"], np.array(rates))
+                        v["read_pj"], v["write_pj"], v["hop_pj"], rates)
 
     def run(self, lo: int, hi: int) -> None:
         """Totals of mappings lo..hi-1 (their counts and seconds must be in already)."""
