@@ -365,8 +365,8 @@ def first_bad_order(rank, lo, hi):
     """Index of the first of mappings lo..hi-1 whose ranks (as [L, D, B],
     costmodel.mapping.batch_inner) are not a permutation of 0..D-1 at some level, or -1. A pass of
     its own over blocks of the batch axis (contiguous for a batch-last batch, so the block loops
-    vectorize: 16-34 ns per mapping from memory; on each range just before the count kernel reads it);
-    inside the counting loop the check cost about 10 % of the kernel's time."""
+    vectorize: 16-34 ns per mapping read from memory), run on each range just before the count
+    kernel reads it; inside the counting loop the check cost about 10 % of the kernel's time."""
     n_lv, d_all, _ = rank.shape
     full, ud, one, over = np.uint64((1 << d_all) - 1), np.uint64(d_all), np.uint64(1), np.uint64(1 << 63)
     blk = 256

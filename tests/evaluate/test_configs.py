@@ -44,7 +44,6 @@ def test_invariants_on_shipped_config(name):
         assert one["area_mm2"] > 0
 
 
-
 @pytest.mark.parametrize("name", ["tpu_like", "eyeriss_like", "ar_glasses_npu"])
 def test_chunks_are_invisible(name, monkeypatch):
     """evaluate_batch takes the batch through its stages in chunks: chunks of 7 (ranges that split
@@ -62,6 +61,7 @@ def test_chunks_are_invisible(name, monkeypatch):
     for field in ("latency_cycles", "energy_pj", "power_mw", "edp", "utilization"):
         np.testing.assert_array_equal(getattr(parts, field), getattr(whole, field))
     np.testing.assert_array_equal(parts.lat.traffic, whole.lat.traffic)
+
 
 def test_tpu_like_example_against_scalesim():
     arch = api.load_hw("tpu_like")
