@@ -32,7 +32,7 @@ from costmodel.yamlio import LineMap, load_yaml, validation_error
 Role = Literal["I", "W", "O"]
 Dim = Literal["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"]  # the Problem constructors' names
 Datatype = Literal["int8", "int16", "fp16", "bf16", "fp32"]
-PosInt = Annotated[int, Field(gt=0)]
+PosInt = Annotated[int, Field(gt=0, le=10**9)]  # bounded: every count stays exact in int64
 PosFloat = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
 REPO = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ HWCONFIGS = REPO / "hwconfigs"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # .inf / .nan are typos
 
 
 class FanoutConfig(_Strict):

@@ -195,6 +195,9 @@ class Mapping:
         levels not listed get no loops); without names, entries are positional."""
         if not isinstance(data, dict) or not isinstance(data.get("levels"), list):
             raise UserError(f"{where}: expected a mapping with a 'levels' list")
+        extra = set(data) - {"levels", "padded"}
+        if extra:
+            raise UserError(f"{where}: unknown fields {sorted(map(str, extra))} (expected levels, padded)")
         padded = tuple(_factors(data.get("padded"), f"{where}: padded").items())
         entries = data["levels"]
         names = [e.get("level") if isinstance(e, dict) else None for e in entries]
@@ -277,28 +280,18 @@ class Mapping:
         return "\n".join(lines)
 
 
-def yaml_error() -> type[Exception]:
-    import yaml
-
-    return yaml.YAMLError
-
-
 def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapping:
     """Read a YAML/JSON mapping file and validate it against the layer and the config."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read mapping file ({exc.strerror})") from None
-    try:
-        if path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+    from costmodel.yamlio import load_yaml, read_text
 
-            data = yaml.safe_load(text)
-    except (ValueError, yaml_error()) as exc:  # parse errors carry line numbers in their text
-        raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    path = Path(path)
+    if path.suffix == ".json":
+        try:
+            data = json.loads(read_text(path, str(path)))
+        except ValueError as exc:  # its text gives the line and column
+            raise UserError(f"{path}: not valid JSON: {exc}") from None
+    else:
+        data, _ = load_yaml(path)
     mapping = Mapping.from_dict(data, arch, where=str(path))
     mapping.validate(problem, arch, where=str(path))
     return mapping

@@ -10,6 +10,7 @@ numbers; ``validation_error`` turns a pydantic ``ValidationError`` into one prec
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,18 +65,21 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _to_python(node: yaml.Node, path: PathKey, lines: dict[PathKey, int]) -> Any:
+def _to_python(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], shown: str) -> Any:
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for knode, vnode in node.value:
             key = _scalar(knode) if isinstance(knode, yaml.ScalarNode) else str(_scalar(knode))
             child = (*path, key if isinstance(key, (str, int)) else str(key))
-            out[key] = _to_python(vnode, child, lines)
+            if key in out:  # YAML forbids it; PyYAML would silently keep the last value
+                raise UserError(f"{shown}:{knode.start_mark.line + 1}: {format_path(child)}: duplicate key "
+                                f"(first given on line {lines[child]})")
+            out[key] = _to_python(vnode, child, lines, shown)
             lines[child] = knode.start_mark.line + 1
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, (*path, i), lines) for i, item in enumerate(node.value)]
+        return [_to_python(item, (*path, i), lines, shown) for i, item in enumerate(node.value)]
     return _scalar(node)
 
 
@@ -87,14 +91,24 @@ def _scalar(node: yaml.Node) -> Any:
     return _CONSTRUCTOR.construct_object(node, deep=True)
 
 
+def read_text(path: Path, shown: str) -> str:
+    """A hand-edited file's text; unreadable or non-UTF-8 -> a UserError naming the file and line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{shown}: cannot read file ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UserError(f"{shown}:{line}: expected UTF-8 text, got byte 0x{raw[exc.start]:02x}") from None
+
+
 def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
     """Parse a YAML file; return its data and the line of every field. Syntax errors -> UserError."""
     p = Path(path)
     shown = _display(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{shown}: cannot read file ({exc.strerror or exc})") from None
+    text = read_text(p, shown)
     try:
         node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
@@ -104,7 +118,7 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
     lines: dict[PathKey, int] = {}
     if node is None:
         return None, LineMap(shown, {(): 1})
-    return _to_python(node, (), lines), LineMap(shown, lines)
+    return _to_python(node, (), lines, shown), LineMap(shown, lines)
 
 
 def _expected_keys(model: Any, loc: Sequence[str | int]) -> list[str]:
@@ -183,7 +197,7 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(err["loc"])
     loc = _data_path(loc, data) if data is not None and err["type"] != "missing" else loc
-    got = err.get("input")
+    got = _short(err.get("input"))
     kind = err["type"]
     if kind == "missing":
         msg = "required field is missing"
@@ -194,21 +208,21 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
         listed = f" (expected one of: {', '.join(allowed)})" if allowed and not close else ""
         msg = f"unknown field '{loc[-1]}'{hint}{listed}"
     elif kind in _PLAIN:
-        msg = f"expected {_PLAIN[kind]}, got {got!r}"
+        msg = f"expected {_PLAIN[kind]}, got {got}"
     elif kind in _BOUND:
         key, op = _BOUND[kind]
         bound = err.get("ctx", {}).get(key)
         msg = (
-            f"expected a number {op} {bound:g}, got {got!r}"
+            f"expected a number {op} {bound:g}, got {got}"
             if isinstance(bound, (int, float))
-            else (f"expected a number {op} {bound}, got {got!r}")
+            else (f"expected a number {op} {bound}, got {got}")
         )
     else:
         text = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
         text = text[0].lower() + text[1:] if text else text
         if not text.startswith("expected"):
             text = f"expected {text.removeprefix('input should be ')}"
-        msg = text if ", got " in text else f"{text}, got {got!r}"
+        msg = text if ", got " in text else f"{text}, got {got}"
     return lines.error(loc, msg)
 
 
@@ -224,6 +238,8 @@ _BYTE_UNITS = {
     "gb": 1024**3,
     "gib": 1024**3,
 }
+MAX_WORDS = 2**53  # capacities stay exact as floats and far inside the int64 counts
+MAX_HZ = 1e15
 _WORD_UNITS = {"": 1, "word": 1, "words": 1, "kwords": 1024, "mwords": 1024**2}
 _FREQ_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 
@@ -237,19 +253,21 @@ def parse_size(value: Any, word_bits: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TypeError(f"{expected}, got {value!r}")
     if isinstance(value, (int, float)):
-        number, unit = float(value), ""
+        number, unit = _finite(value, value, expected), ""
     elif m := _SIZE.match(value):
-        number, unit = float(m.group(1)), m.group(2).lower()
+        number, unit = _finite(m.group(1), value, expected), m.group(2).lower()
     else:
-        raise ValueError(f"{expected}, got {value!r}")
+        raise ValueError(f"{expected}, got {_short(value)}")
     if number <= 0:
-        raise ValueError(f"{expected}, got {value!r}")
+        raise ValueError(f"{expected}, got {_short(value)}")
     if unit in _WORD_UNITS:
         words = number * _WORD_UNITS[unit]
     elif unit in _BYTE_UNITS:
         words = number * _BYTE_UNITS[unit] * 8 / word_bits
     else:
         raise ValueError(f"{expected} (units: B, KiB/KB, MiB/MB, GiB/GB, words), got {value!r}")
+    if words > MAX_WORDS:
+        raise ValueError(f"{expected} of at most 2**53 words, got {_short(value)}")
     if abs(words - round(words)) > 1e-9 or round(words) < 1:
         raise ValueError(f"{expected}; {value!r} is not a whole number of {word_bits}-bit words")
     return round(words)
@@ -261,11 +279,29 @@ def parse_frequency(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TypeError(f"{expected}, got {value!r}")
     if isinstance(value, (int, float)):
-        hz = float(value)
+        hz = _finite(value, value, expected)
     elif isinstance(value, str) and (m := _SIZE.match(value)) and m.group(2).lower() in _FREQ_UNITS:
-        hz = float(m.group(1)) * _FREQ_UNITS[m.group(2).lower()]
+        hz = _finite(m.group(1), value, expected) * _FREQ_UNITS[m.group(2).lower()]
     else:
-        raise ValueError(f"{expected}, got {value!r}")
-    if hz <= 0:
-        raise ValueError(f"{expected}, got {value!r}")
+        raise ValueError(f"{expected}, got {_short(value)}")
+    if hz <= 0 or hz > MAX_HZ:
+        raise ValueError(f"{expected} up to 1 PHz, got {_short(value)}")
     return hz
+
+
+def _finite(number: Any, value: Any, expected: str) -> float:
+    """``number`` (read from the field's ``value``) as a finite float: YAML's .inf / .nan and
+    numbers past float range are mistakes."""
+    try:
+        out = float(number)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ValueError(f"{expected}, got {_short(value)}")
+    return out
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` cut to a readable length (a pasted 400-digit number is still a mistake)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"

@@ -129,6 +129,23 @@ CASES = [
         "technology.dram",
         "got 'DDR9'",
     ),
+    # not finite, or past what the int64 counts hold: YAML reads .inf / .nan / 1e400 as floats
+    ("clock: 1 GHz", "clock: .inf", 2, "clock", "expected a positive frequency"),
+    ("    read_bw: 4", "    read_bw: .nan", 15, "levels[1].read_bw", "expected a finite number, got nan"),
+    ("    read_bw: 4", "    read_bw: 4\n    read_pj: .inf", 16, "levels[1].read_pj", "expected a finite number"),
+    ("    capacity: 4 KiB", "    capacity: .nan", 13, "levels[1].capacity", "expected a positive size"),
+    ("    capacity: 4 KiB", "    capacity: 1e400 KiB", 13, "levels[1].capacity", "got '1e400 KiB'"),
+    ("    capacity: 4 KiB", "    capacity: 1" + "0" * 400, 13, "levels[1].capacity", "(401 characters)"),
+    ("    capacity: 4 KiB", "    capacity: 1e17", 13, "levels[1].capacity", "of at most 2**53 words, got '1e17'"),
+    (
+        "    word_bits: 8\n    read_bw",
+        "    word_bits: 1" + "0" * 400 + "\n    read_bw",
+        14,
+        "levels[1].word_bits",
+        "expected a number <= 1e+09, got 1" + "0" * 29 + "... (401 characters)",
+    ),
+    # YAML forbids a repeated key; PyYAML would keep the last one silently
+    ("    read_bw: 4", "    read_bw: 4\n    read_bw: 8", 16, "levels[1].read_bw", "duplicate key (first given on line 15)"),
 ]
 
 
@@ -144,6 +161,14 @@ def test_bad_config_message(tmp_path, old, new, line, path, text):
 def test_yaml_syntax_error_names_line(tmp_path):
     msg, p = _error(tmp_path, "    holds: [I, O]", "    holds: [I, O")
     assert msg.startswith(f"{p}:") and "YAML syntax error" in msg
+
+
+def test_not_utf8_names_the_line(tmp_path):
+    p = tmp_path / "x.yaml"
+    p.write_bytes(GOOD.replace("name: rf", "name: rf  # r\u00e9gistres").encode("latin-1"))
+    with pytest.raises(UserError) as exc:
+        load_architecture(p)
+    assert str(exc.value) == f"{p}:17: expected UTF-8 text, got byte 0xe9"
 
 
 def test_not_a_mapping(tmp_path):

@@ -90,7 +90,10 @@ def test_named_levels_may_be_partial_and_unordered(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("levels: [", "not valid YAML"),
+    ("levels:\n\t- temporal: {K: 4}\n", ":2: YAML syntax error"),  # one line, with the line number
+    ("levels:\n  - temporal: {K: 4}\nfoo: 1\n", "unknown fields ['foo'] (expected levels, padded)"),
+    ("levels:\n  - temporal: {K: 4}\n    temporal: {K: 2}\n", ":3: levels[0].temporal: duplicate key (first given on line 2)"),
+    ("levels:\n  - temporal: {K: 4}  # \xe9t\xe9\n", ":2: expected UTF-8 text, got byte 0xe9"),
     ("foo: 1", "expected a mapping with a 'levels' list"),
     ("levels:\n  - level: nowhere\n", "levels[0].level: expected one of ['DRAM', 'buffer', 'rf'], got 'nowhere'"),
     ("levels:\n  - temporal: {K: -1}\n", "levels[0].temporal.K: expected a positive integer factor, got -1"),
@@ -99,11 +102,12 @@ def test_named_levels_may_be_partial_and_unordered(tmp_path):
 ])
 def test_load_mapping_errors_name_the_file(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
-    path.write_text(text)
+    path.write_bytes(text.encode("latin-1"))
     with pytest.raises(UserError) as err:
         load_mapping(path, PROB, ARCH)
     assert str(path) in str(err.value) and message in str(err.value)
-    with pytest.raises(UserError, match="cannot read mapping file"):
+    assert "\n" not in str(err.value)
+    with pytest.raises(UserError, match="missing.yaml: cannot read file"):
         load_mapping(tmp_path / "missing.yaml", PROB, ARCH)
 
 
