@@ -24,7 +24,7 @@ import numpy as np
 from compiler.isa import Finish, Program, write_binary
 from compiler.lower.emitter import Emitter, align
 from compiler.target import Target
-from costmodel.atomic import atomic_write_bytes
+from costmodel.atomic import atomic_write_bytes, check_writable, refuse_overwriting
 from costmodel.errors import UserError
 
 
@@ -137,10 +137,14 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
     out = Path(out)
     if not out.parent.is_dir():
         raise UserError(f"{out}: the output folder {out.parent} does not exist")
-    compiled = compile_full(model, arch, calibration=calibration, seed=seed,
-                            qdq_out=out.with_name(out.stem + ".q.onnx"))
+    qdq_out, map_out = out.with_name(out.stem + ".q.onnx"), out.with_name(out.stem + ".map.json")
+    for path in (out, qdq_out, map_out):  # before the minutes of work, not after
+        check_writable(path)
+    refuse_overwriting(out, model)
+    refuse_overwriting(map_out, model)
+    compiled = compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=qdq_out)
     write_binary(compiled.program, out)
     mapped = [{k: lay[k] for k in ("node", "op", "tiles", "tiling", "problem", "mapping", "analytical_cycles")}
               for lay in compiled.layers if "mapping" in lay]
-    atomic_write_bytes(out.with_name(out.stem + ".map.json"), json.dumps({"layers": mapped}, indent=1).encode())
+    atomic_write_bytes(map_out, json.dumps({"layers": mapped}, indent=1).encode())
     return compiled

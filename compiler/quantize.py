@@ -76,6 +76,9 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
             raise UserError(f"model input {name!r} has ONNX element type {elem}, expected float32 for quantization "
                             "(give an already-quantized QDQ model instead)")
     if calibration is not None:
+        unknown = sorted(set(calibration) - set(specs))
+        if unknown:
+            raise UserError(f"--calibration: the model has no input(s) {unknown}; its inputs are {sorted(specs)}")
         missing = sorted(set(specs) - set(calibration))
         if missing:
             raise UserError(f"calibration data lacks model input(s) {missing}; the model's inputs are {sorted(specs)}")
@@ -147,6 +150,8 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
         model = onnx.load(str(src))
     except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
         raise UserError(f"{src}: cannot load the ONNX model ({str(exc).splitlines()[0] if str(exc) else exc})") from None
+    if not model.graph.node:  # an empty file parses as an empty model; onnxruntime then fails obscurely
+        raise UserError(f"{src}: the ONNX model has no graph nodes (an empty or truncated file?)")
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
     os.close(fd)
     try:

@@ -102,7 +102,8 @@ class Target:
         at = _Locator(arch)
         block = getattr(arch, "compilable", None)
         if not isinstance(block, dict):
-            raise UserError(f"{at()}: this config has no `compilable:` block, so it cannot be compiled for")
+            raise UserError(f"{at()}: this config has no `compilable:` block (the ISA's parameters), so nothing "
+                            f"can be compiled for it; shipped configs that have one: {', '.join(compilable_configs())}")
         unknown = sorted(set(block) - _KEYS)
         if unknown:
             raise UserError(f"{at(unknown[0])}: unknown key(s) {unknown}; expected some of {sorted(_KEYS)}")
@@ -204,3 +205,13 @@ def _level_bytes(level: Any, where: str) -> int:
     if words is None:
         raise UserError(f"{where}: level {level.name} has no capacity_words; a buffer must be bounded")
     return int(words * level.word_bits // 8) * int(getattr(level, "instances", 1) or 1)
+
+
+def compilable_configs() -> list[str]:
+    """Names of the shipped hwconfigs with a top-level ``compilable:`` block (for error messages)."""
+    import re
+
+    from costmodel.arch import HWCONFIGS
+
+    block = re.compile(r"^compilable:", re.MULTILINE)
+    return sorted(p.stem for p in HWCONFIGS.glob("*.yaml") if block.search(p.read_text(encoding="utf-8")))

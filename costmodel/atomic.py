@@ -7,19 +7,60 @@ file (or none) or the complete new one is there. Every writer of user-facing fil
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from costmodel.errors import UserError
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_MODE = 0o666 & ~_umask()  # what open() would give a new file (mkstemp's own is 0600)
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new temp file in ``path``'s folder (created if missing), with a new file's usual mode; a
+    path that cannot be written -> UserError (a user's mistake, not a crash)."""
+    try:
+        if path.parent.exists() and not path.parent.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{path.parent} is a file, not a folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a folder")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    os.fchmod(fd, _MODE)
+    return fd, tmp
+
+
+def check_writable(path: str | Path) -> None:
+    """Fails now, not after a long computation, if ``path`` cannot be written (UserError)."""
+    fd, tmp = _temp_beside(Path(path))
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def refuse_overwriting(out: str | Path, *inputs: str | Path | None) -> None:
+    """An output path that names one of the command's inputs would destroy it: UserError."""
+    for src in inputs:
+        if src is not None and Path(src).exists() and Path(out).resolve() == Path(src).resolve():
+            raise UserError(f"{out}: is also an input of this command; choose another output path")
+
 
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """``open(path, mode)`` whose content appears at ``path`` only when the block succeeds."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh

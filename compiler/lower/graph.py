@@ -146,7 +146,8 @@ class GraphLowering:
                 vector.lower_lut(self.em, self.em.node, x, out, vector.lut_table(x, out, lambda v: v))
             return
         if not all(u.op_type in ("ReduceMean", "Resize") for u in users):  # lowered by their handlers
-            raise UserError(f"node {users[0].name} ({users[0].op_type}): onnxruntime runs this op in float "
+            name = users[0].name or f"producing {users[0].output[0]!r}"  # exporters may leave names empty
+            raise UserError(f"node {name} ({users[0].op_type}): onnxruntime runs this op in float "
                             "(DequantizeLinear -> op -> QuantizeLinear); the target has no float unit")
 
     def qconv(self, node) -> None:

@@ -1,7 +1,8 @@
 """`dse compile MODEL|ZOO_NAME --hw HW -o model.axb`: quantize, lower and write a binary.
 
 Writes ``model.axb`` and, next to it, ``model.q.onnx`` (the quantized reference; check with
-``dse simulate model.axb --input x.npy --check model.q.onnx``). Prints the layers (ONNX node, op,
+``dse simulate model.axb --input x.npy --check model.q.onnx``) and ``model.map.json`` (the mapped
+layers' problems and mappings). Prints the layers (ONNX node, op,
 tiles, instructions, cycles predicted by the timing simulator), the instruction count, the size of
 the constants and the predicted cycles of the whole program. ``--json`` prints one JSON document.
 """
@@ -62,10 +63,12 @@ def compile_model_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output binary (.axb).")],
     calibration: Annotated[list[str] | None, typer.Option("--calibration", help="NAME=PATH.npy calibration "
                            "inputs (samples on the leading axis); default: seeded random normal.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for calibration data and zoo weights.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                      help="Seed for calibration data and zoo weights.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
 ) -> None:
-    """Compile a model for a compilable config; writes MODEL.axb and MODEL.q.onnx (the reference)."""
+    """Compile a model for a compilable config; writes MODEL.axb, MODEL.q.onnx (the reference) and
+    MODEL.map.json (the mapped layers)."""
     from compiler.compile import compile_to_file, resolve
 
     target, arch = resolve(hw)
@@ -75,18 +78,19 @@ def compile_model_cmd(
     if as_json:
         print(json.dumps(doc, indent=2))
         return
-    print(f"{'layer':40s} {'op':20s} {'tiles':>5s} {'insns':>6s} {'cycles':>10s}")
+    w = max([20] + [len(lay["op"]) for lay in doc["layers"]])
+    print(f"{'layer':40s} {'op':{w}s} {'tiles':>5s} {'insns':>6s} {'cycles':>10s}")
     for lay in doc["layers"]:
         cyc = "-" if lay["cycles"] is None else f"{lay['cycles']:,}"
-        print(f"{lay['node'][:40]:40s} {lay['op']:20s} {lay['tiles']:5d} {lay['instructions']:6d} {cyc:>10s}")
+        print(f"{lay['node'][:40]:40s} {lay['op']:{w}s} {lay['tiles']:5d} {lay['instructions']:6d} {cyc:>10s}")
         if lay["mapping"]:
             print(f"    mapping: {lay['mapping']}")
     print(f"{doc['instructions']} instructions, {doc['constants_bytes']:,} B constants, "
           f"{doc['dram_bytes']:,} B DRAM map")
     print(f"predicted cycles: {doc['predicted_cycles']:,} ({doc['predicted_s'] * 1e3:.3f} ms at "
           f"{target.clock_hz / 1e9:g} GHz)")
-    print(f"wrote {out} and {compiled.qdq_model} (check: dse simulate {out} --input x.npy --check "
-          f"{compiled.qdq_model})")
+    print(f"wrote {out}, {compiled.qdq_model} and {out.with_name(out.stem + '.map.json')} (check: dse simulate "
+          f"{out} --input x.npy --check {compiled.qdq_model})")
 
 
 def register(app: typer.Typer) -> None:

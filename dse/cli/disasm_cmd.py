@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from costmodel.atomic import atomic_write_text
+from costmodel.atomic import atomic_write_text, refuse_overwriting
 
 
 def disasm(
@@ -24,6 +24,8 @@ def disasm(
     from compiler.isa.binary import read_binary
     from compiler.isa.text import disassemble
 
+    if output is not None:
+        refuse_overwriting(output, binary)
     text = disassemble(read_binary(binary), constants=not no_const)
     if output is None:
         typer.echo(text, nl=False)
@@ -42,6 +44,7 @@ def asm(
     from compiler.isa.text import assemble
     from costmodel.errors import UserError
 
+    refuse_overwriting(output, source)
     try:
         text = source.read_text()
     except (OSError, UnicodeDecodeError) as exc:

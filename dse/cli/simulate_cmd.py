@@ -17,13 +17,12 @@ from typing import Annotated, Any
 
 import typer
 
-from costmodel.atomic import atomic_open
+from costmodel.atomic import atomic_open, check_writable
+from costmodel.errors import UserError
 
 
 def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
     import numpy as np
-
-    from costmodel.errors import UserError
 
     named: dict[str, str] = {}
     plain: list[str] = []
@@ -33,6 +32,8 @@ def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
             if name in named:
                 raise UserError(f"--input {spec}: input {name!r} given twice")
             named[name] = path
+        elif sep and not Path(spec).exists():
+            raise UserError(f"--input {spec}: the binary has no input {name!r}; its inputs are {names}")
         else:
             plain.append(spec)
     free = [n for n in names if n not in named]
@@ -78,9 +79,13 @@ def simulate(
     from compiler.isa.binary import read_binary
     from compiler.sim import simulate as run
 
+    if no_timing and gemm_timing is not None:
+        raise UserError("--gemm-timing sets the timing model, which --no-timing turns off: give one of them")
     program = read_binary(binary)
     names = [io.name for io in program.io if io.direction == "input"]
     arrays = _read_inputs(inputs or [], names)
+    folder = out if out is not None else binary.with_suffix(".out")
+    check_writable(folder / "output.npy")  # before the run, not after
     result = run(program, arrays, timing=not no_timing, arch=hw, gemm_timing=gemm_timing)
     checks = []
     if check is not None:
@@ -88,8 +93,6 @@ def simulate(
 
         checks = check_outputs(program, result.outputs, arrays, check)
     timing_rows = _timing_rows(binary, result, program, hw) if check is not None and result.cycles is not None else []
-    folder = out if out is not None else binary.with_suffix(".out")
-    folder.mkdir(parents=True, exist_ok=True)
     paths = {}
     for name, array in result.outputs.items():
         paths[name] = folder / _file_name(name)
@@ -155,8 +158,6 @@ def _timing_rows(binary: Path, result, program, hw) -> list[dict]:
     try:
         layers = json.loads(side.read_text())["layers"]
     except (OSError, ValueError, KeyError) as exc:
-        from costmodel.errors import UserError
-
         raise UserError(f"{side}: not a mapping file written by dse compile ({exc})") from None
     from compiler.sim import resolve_target
     from compiler.sim.check import explain_gaps

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from compiler.compile import compile_model
 from compiler.isa import read_binary
 from compiler.target import Target
+from costmodel.arch import load_architecture
 from costmodel.errors import UserError
 from dse.cli import compile_cmd
 from tests.compiler import graphs
@@ -43,8 +44,13 @@ def test_missing_model_and_wrong_calibration(tmp_path):
     with pytest.raises(UserError, match="no such ONNX file"):
         compile_model(tmp_path / "nope.onnx", Target())
     onnx.save(graphs.gemm(np.random.default_rng(0), 1, 8, 4), tmp_path / "g.onnx")
-    with pytest.raises(UserError, match="calibration data lacks model input"):
+    with pytest.raises(UserError, match=r"the model has no input\(s\) \['other'\]; its inputs are \['x'\]"):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"other": np.zeros((1, 8), np.float32)})
+    with pytest.raises(UserError, match="calibration data lacks model input"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={})
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(UserError, match="empty.onnx: the ONNX model has no graph nodes"):
+        compile_model(tmp_path / "empty.onnx", Target())
     with pytest.raises(UserError, match="calibration input 'x': shape"):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"x": np.zeros((3, 9), np.float32)})
 
@@ -84,3 +90,23 @@ def test_cli_compile_error_is_a_user_error(tmp_path):
                                     str(tmp_path / "x.axb")])
     assert isinstance(r.exception, UserError)  # dse.cli.main turns it into one line and exit 2
     assert not (tmp_path / "x.axb").exists()
+
+
+def test_cli_refuses_bad_outputs_before_compiling(tmp_path):
+    src = tiny_cnn(tmp_path / "tiny.onnx")
+    before = src.read_bytes()
+    (tmp_path / "folder.axb").mkdir()
+    for out, message in [(src, "is also an input of this command"),
+                         (tmp_path / "folder.axb", "folder.axb: cannot write (is a folder)"),
+                         (tmp_path / "afile" / "x.axb", "does not exist")]:
+        r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", str(out)])
+        assert r.exit_code == 1 and isinstance(r.exception, UserError) and message in str(r.exception), r.output
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.axb", "tiny.onnx"]  # nothing written
+    r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", "x.axb", "--seed", "-1"])
+    assert r.exit_code == 2 and "--seed" in r.output
+
+
+def test_not_compilable_config_names_the_ones_that_are():
+    with pytest.raises(UserError, match="nothing can be compiled for it; shipped configs that have one: .*tpu_like"):
+        Target.from_arch(load_architecture("eyeriss_like"))

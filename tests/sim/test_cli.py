@@ -103,10 +103,36 @@ def test_bad_inputs_exit_2(run, binary, tmp_path):
     path, a, _ = binary
     for args, message in [((), "missing input"), (("--input", str(tmp_path / "none.npy")), "cannot read"),
                           (("--input", str(a), "--input", str(a)), "unnamed file"),
-                          (("--input", str(a), "--hw", "tpu_like"), "built for config fingerprint")]:
+                          (("--input", str(a), "--hw", "tpu_like"), "built for config fingerprint"),
+                          (("--input", f"b={a}"), "the binary has no input 'b'; its inputs are ['a']"),
+                          (("--input", str(a), "--no-timing", "--gemm-timing", "scalesim"), "--no-timing turns off")]:
         p = run("simulate", str(path), *args)
         assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
         assert "Traceback" not in p.stderr
+
+
+def test_unwritable_outputs_exit_2_before_the_run(run, binary, tmp_path):
+    path, a, _ = binary
+    (tmp_path / "afile").write_text("x")
+    for out, message in [(tmp_path / "afile", "afile is a file, not a folder"),
+                         (tmp_path / "afile" / "sub", "Not a directory")]:
+        p = run("simulate", str(path), "--input", str(a), "--out", str(out))
+        assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert p.stderr.count("\n") == 1
+    p = run("disasm", str(path), "-o", str(path))  # would replace the binary by its text
+    assert p.returncode == 2 and "is also an input of this command" in p.stderr
+    assert path.read_bytes()[:4] != b"; dis"  # untouched
+
+
+def test_outputs_get_the_usual_file_mode(run, binary, tmp_path):
+    import os
+    import stat
+
+    path, a, _ = binary
+    assert run("simulate", str(path), "--input", str(a), "--out", str(tmp_path / "o")).returncode == 0
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "o" / "y.npy").stat().st_mode) == 0o666 & ~mask
 
 
 def _qdq_matmul_onnx(path: Path, b, a_scale, a_zp, b_scale, y_scale, y_zp) -> None:
