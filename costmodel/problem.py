@@ -11,13 +11,31 @@ operand of an activation-activation matmul) and ``O`` (the output, read-modify-w
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from costmodel.errors import UserError
 
+if TYPE_CHECKING:
+    from costmodel.yamlio import LineMap, PathKey
+
 TENSOR_ROLES = ("I", "W", "O")
+
+MAX_COUNT = 2**48
+"""Most MACs, and most elements of one tensor, in a layer: the cost model counts accesses exactly in
+int64, and counts times tile sizes and word widths must stay below 2**63."""
+
+
+class FieldError(UserError):
+    """A mistake in one field of a layer; ``path`` says where the user wrote it (``("stride",)``,
+    ``("tensors", 0, "bits")``), so a file loader can add the line."""
+
+    def __init__(self, path: str | PathKey, message: str) -> None:
+        super().__init__(message)
+        self.path: PathKey = (path,) if isinstance(path, str) else path
+
 
 Term = tuple[int, str]
 """``(coefficient, dimension)``: one addend of an affine index expression."""
@@ -57,14 +75,21 @@ class Problem:
         if len(set(names)) != len(names):
             raise UserError(f"problem {self.kind}: repeated dimension in {names}")
         for d, n in self.dims:
-            if not isinstance(n, int) or n < 1:
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise UserError(f"problem {self.kind}: dimension {d} must be a positive integer, got {n!r}")
+        _ints(self.psum_bits, "psum_bits")
         for t in self.tensors:
             unknown = t.dims() - set(names)
             if unknown:
                 raise UserError(f"problem {self.kind}: tensor {t.name} uses unknown dimensions {sorted(unknown)}")
         if sum(t.is_output for t in self.tensors) != 1:
             raise UserError(f"problem {self.kind}: exactly one tensor must be the output")
+        counts = {"MACs": self.macs, **{f"elements of tensor {t.name}": self.tensor_elements(t.name)
+                                        for t in self.tensors}}
+        for what, count in counts.items():
+            if count > MAX_COUNT:
+                raise UserError(f"problem {self.describe()}: {count:,} {what} exceed 2**48, the limit that "
+                                "keeps the cost model's exact counts inside int64")
 
     # ---- sizes ---------------------------------------------------------------------------------
     @property
@@ -118,46 +143,21 @@ class Problem:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str = "layer") -> Problem:
+    def from_dict(cls, data: dict[str, Any], where: str = "layer", lines: LineMap | None = None) -> Problem:
         """Inverse of :meth:`to_dict`; also accepts the short form ``{kind: conv2d, <constructor args>}``.
 
-        ``where`` names the file for error messages.
+        ``where`` names the file and ``lines`` (from :func:`costmodel.yamlio.load_yaml`) the line of each
+        field, so a mistake reads ``file: line 4: field 'stride': expected ...`` in the user's own terms.
         """
         if not isinstance(data, dict):
             raise UserError(f"{where}: expected a mapping with 'kind', got {type(data).__name__}")
-        if "dims" in data and "tensors" in data:
-            try:
-                tensors = tuple(
-                    Tensor(
-                        name=str(t["name"]),
-                        axes=tuple(tuple((int(c), str(d)) for c, d in axis) for axis in t["axes"]),
-                        bits=int(t.get("bits", 8)),
-                        is_output=bool(t.get("is_output", False)),
-                    )
-                    for t in data["tensors"]
-                )
-                dims = tuple((str(d), n) for d, n in dict(data["dims"]).items())
-            except (KeyError, TypeError, ValueError) as exc:
-                raise UserError(f"{where}: malformed einsum problem ({exc!r})") from None
-            params = data.get("params") or {}
-            return cls(
-                kind=str(data.get("kind", "einsum")),
-                dims=dims,
-                tensors=tensors,
-                psum_bits=int(data.get("psum_bits", 32)),
-                params=tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()),
-            )
-        kind = data.get("kind")
-        ctor = CONSTRUCTORS.get(kind)  # type: ignore[arg-type]
-        if ctor is None:
-            raise UserError(f"{where}: field 'kind': expected one of {sorted(CONSTRUCTORS)}, got {kind!r}")
-        args = {k: v for k, v in data.items() if k != "kind"}
-        args.update(data.get("params") or {})
-        args.pop("params", None)
         try:
-            return ctor(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in args.items()})
-        except TypeError as exc:
-            raise UserError(f"{where}: bad arguments for {kind}: {exc}") from None
+            return _einsum_form(data) if "dims" in data and "tensors" in data else _short_form(data)
+        except FieldError as exc:
+            line = lines.lines.get(exc.path) if lines is not None else None  # none for a defaulted field
+            raise UserError(f"{where}: line {line}: {exc}" if line else f"{where}: {exc}") from None
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
 
     def describe(self) -> str:
         """Short human-readable signature, e.g. ``conv2d N1 G1 K64 C64 P56 Q56 R3 S3``."""
@@ -165,39 +165,70 @@ class Problem:
 
 
 # ---- constructors ---------------------------------------------------------------------------------
+# Each constructor checks its own arguments under the names it takes them by, so a layer file's
+# mistake is reported in the file's terms (``c_out``, ``length``), never as an internal dimension.
 
 
-def _pair(v: int | tuple[int, ...], name: str) -> tuple[int, int]:
-    if isinstance(v, int):
-        return (v, v)
-    if len(v) == 2:
-        return (int(v[0]), int(v[1]))
-    raise UserError(f"{name}: expected an int or a pair, got {v!r}")
+def _label(path: str | PathKey) -> str:
+    """The field as the user wrote it: ``stride``, ``tensors[0].bits``."""
+    from costmodel.yamlio import format_path  # here, not at the top: importing this module needs no yaml
+
+    return path if isinstance(path, str) else format_path(path)
+
+
+def _bad(path: str | PathKey, problem: str) -> FieldError:
+    """The usual complaint about one field: ``field 'stride': <problem>``."""
+    return FieldError(path, f"field '{_label(path)}': {problem}")
+
+
+def _ints(v: Any, path: str | PathKey, lengths: tuple[int, ...] = (), least: int = 1) -> tuple[int, ...]:
+    """``v`` as ints >= ``least``: one int, or a list of one of the allowed ``lengths``.
+
+    A bool is an int to Python, but YAML's ``true`` is no size; a float is rejected, not rounded.
+    """
+    items = tuple(v) if isinstance(v, (list, tuple)) and len(v) in lengths else (v,)
+    if all(isinstance(x, int) and not isinstance(x, bool) and x >= least for x in items):
+        return items
+    one = "a positive integer" if least == 1 else f"an integer >= {least}"
+    alternatives = f" or a list of {' or '.join(map(str, lengths))} of them" if lengths else ""
+    raise _bad(path, f"expected {one}{alternatives}, got {v!r}")
+
+
+def _counts(**fields: Any) -> None:
+    """Each of these constructor arguments must be a positive int, checked under the user's name for it."""
+    for name, v in fields.items():
+        _ints(v, name)
+
+
+def _pair(v: int | tuple[int, ...], name: str, least: int = 1) -> tuple[int, int]:
+    """(rows, cols) from an int or a pair."""
+    a = _ints(v, name, (2,), least)
+    return (a[0], a[-1])
 
 
 def _pads(p: int | tuple[int, ...]) -> tuple[int, int, int, int]:
     """Padding as (top, left, bottom, right); accepts an int, (h, w) or ONNX's (t, l, b, r)."""
-    if isinstance(p, int):
-        return (p, p, p, p)
-    if len(p) == 2:
-        return (p[0], p[1], p[0], p[1])
-    if len(p) == 4:
-        return (p[0], p[1], p[2], p[3])
-    raise UserError(f"padding: expected an int, a pair or four values, got {p!r}")
+    a = _ints(p, "padding", (2, 4), least=0)
+    return (a * 4 if len(a) == 1 else a * 2 if len(a) == 2 else a)  # type: ignore[return-value]
 
 
-def _conv_out(size: int, pad: int, k: int, stride: int, dil: int, what: str) -> int:
+def _bits(bits: int | tuple[int, ...]) -> tuple[int, int, int]:
+    """(input, weight, output) bit widths from one width or three."""
+    a = _ints(bits, "bits", (3,))
+    return (a * 3 if len(a) == 1 else a)  # type: ignore[return-value]
+
+
+def _groups(groups: int, c_in: int, c_out: int) -> None:
+    """Grouped convs split both channel counts evenly."""
+    if c_in % groups or c_out % groups:
+        raise _bad("groups", f"{groups} must divide c_in={c_in} and c_out={c_out}")
+
+
+def _conv_out(size: int, pad: int, k: int, stride: int, dil: int, size_name: str) -> int:
     out = (size + pad - dil * (k - 1) - 1) // stride + 1
     if out < 1:
-        raise UserError(f"{what}: kernel {k} (dilation {dil}) does not fit input {size} with padding {pad}")
+        raise _bad("kernel", f"{k} (dilation {dil}) does not fit input {size_name}={size} with padding {pad}")
     return out
-
-
-def _bits(bits: int | tuple[int, int, int]) -> tuple[int, int, int]:
-    """(input, weight, output) bit widths."""
-    if isinstance(bits, int):
-        return (bits, bits, bits)
-    return (int(bits[0]), int(bits[1]), int(bits[2]))
 
 
 def conv2d(
@@ -219,14 +250,14 @@ def conv2d(
     Dimensions: N, G, K (outputs per group), C (inputs per group), P, Q (output rows, cols), R, S.
     The input tensor's extent is the padded window actually touched: ``(P-1)*stride + (R-1)*dil + 1``.
     """
+    _counts(c_in=c_in, c_out=c_out, h=h, w=w, groups=groups, n=n)
     r, s = _pair(kernel, "kernel")
     sh, sw = _pair(stride, "stride")
     dh, dw = _pair(dilation, "dilation")
     pt, pl, pb, pr = _pads(padding)
-    if groups < 1 or c_in % groups or c_out % groups:
-        raise UserError(f"conv2d: groups={groups} must divide c_in={c_in} and c_out={c_out}")
-    p = _conv_out(h, pt + pb, r, sh, dh, "conv2d rows")
-    q = _conv_out(w, pl + pr, s, sw, dw, "conv2d cols")
+    _groups(groups, c_in, c_out)
+    p = _conv_out(h, pt + pb, r, sh, dh, "h")
+    q = _conv_out(w, pl + pr, s, sw, dw, "w")
     bi, bw, bo = _bits(bits)
     dims = (("N", n), ("G", groups), ("K", c_out // groups), ("C", c_in // groups),
             ("P", p), ("Q", q), ("R", r), ("S", s))
@@ -241,9 +272,26 @@ def conv2d(
     return Problem("conv2d", dims, tensors, psum_bits, params)
 
 
-def depthwise_conv2d(channels: int, h: int, w: int, multiplier: int = 1, **kw: Any) -> Problem:
-    """Depthwise conv: one group per input channel (C=1 per group, K=multiplier)."""
-    return conv2d(channels, channels * multiplier, h, w, groups=channels, **kw)
+def depthwise_conv2d(
+    channels: int,
+    h: int,
+    w: int,
+    multiplier: int = 1,
+    kernel: int | tuple[int, int] = 3,
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, ...] = 0,
+    dilation: int | tuple[int, int] = 1,
+    n: int = 1,
+    bits: int | tuple[int, int, int] = 8,
+    psum_bits: int = 32,
+) -> Problem:
+    """Depthwise conv: one group per input channel (C=1 per group, K=multiplier).
+
+    The arguments are spelled out, not ``**kw``, so a layer file's typo is named with the accepted fields.
+    """
+    _counts(channels=channels, multiplier=multiplier)
+    return conv2d(channels, channels * multiplier, h, w, kernel, stride, padding, dilation, channels, n, bits,
+                  psum_bits)
 
 
 def conv1d(
@@ -260,7 +308,9 @@ def conv1d(
     psum_bits: int = 32,
 ) -> Problem:
     """1-D convolution, as a 2-D one with a single row (P=R=1); the time axis is Q/S."""
-    pl, pr = (padding, padding) if isinstance(padding, int) else (int(padding[0]), int(padding[1]))
+    _counts(length=length, kernel=kernel, stride=stride, dilation=dilation)
+    pl, pr = _pair(padding, "padding", least=0)
+    _conv_out(length, pl + pr, kernel, stride, dilation, "length")  # here, or conv2d would call it w
     prob = conv2d(c_in, c_out, 1, length, (1, kernel), (1, stride), (0, pl, 0, pr), (1, dilation), groups, n,
                   bits, psum_bits)
     params = (("c_in", c_in), ("c_out", c_out), ("length", length), ("kernel", kernel), ("stride", stride),
@@ -288,11 +338,11 @@ def conv_transpose2d(
     before cropping by padding, so MACs are exactly ``N*C_in*H*W*K*R*S`` per group, as a real
     implementation does them. Padding only crops the output and does not change the work.
     """
+    _counts(c_in=c_in, c_out=c_out, h=h, w=w, groups=groups, n=n)
     r, s = _pair(kernel, "kernel")
     sh, sw = _pair(stride, "stride")
     dh, dw = _pair(dilation, "dilation")
-    if groups < 1 or c_in % groups or c_out % groups:
-        raise UserError(f"conv_transpose2d: groups={groups} must divide c_in={c_in} and c_out={c_out}")
+    _groups(groups, c_in, c_out)
     bi, bw, bo = _bits(bits)
     dims = (("N", n), ("G", groups), ("K", c_out // groups), ("C", c_in // groups),
             ("H", h), ("W", w), ("R", r), ("S", s))
@@ -317,6 +367,7 @@ def matmul(
     kind: str = "matmul",
 ) -> Problem:
     """``O[B,M,N] = sum_K I[B,M,K] * W[B,K,N]``; attention's QK^T and PV are batched matmuls."""
+    _counts(m=m, k=k, n=n, batch=batch)
     bi, bw, bo = _bits(bits)
     dims = (("B", batch), ("M", m), ("N", n), ("K", k))
     tensors = (
@@ -328,10 +379,17 @@ def matmul(
     return Problem(kind, dims, tensors, psum_bits, params)
 
 
-def fully_connected(in_features: int, out_features: int, rows: int = 1, **kw: Any) -> Problem:
+def fully_connected(
+    in_features: int,
+    out_features: int,
+    rows: int = 1,
+    bits: int | tuple[int, int, int] = 8,
+    psum_bits: int = 32,
+) -> Problem:
     """A linear layer on ``rows`` vectors: a matmul whose W is a shared weight matrix (no batch dim)."""
-    bi, bw, bo = _bits(kw.get("bits", 8))
-    prob = matmul(rows, in_features, out_features, 1, (bi, bw, bo), kw.get("psum_bits", 32), kind="fc")
+    _counts(in_features=in_features, out_features=out_features, rows=rows)
+    bi, bw, bo = _bits(bits)
+    prob = matmul(rows, in_features, out_features, 1, (bi, bw, bo), psum_bits, kind="fc")
     params = (("in_features", in_features), ("out_features", out_features), ("rows", rows),
               ("bits", (bi, bw, bo)))
     return Problem("fc", prob.dims, prob.tensors, prob.psum_bits, params)
@@ -345,3 +403,89 @@ CONSTRUCTORS = {
     "matmul": matmul,
     "fc": fully_connected,
 }
+
+
+# ---- layer files (Problem.from_dict) -------------------------------------------------------------
+
+
+def _known(given: dict[Any, Any], allowed: list[str], at: PathKey = ()) -> None:
+    """A typo is named together with the fields that would have been accepted there."""
+    for k in given:
+        if k not in allowed:
+            raise FieldError((*at, k), f"unknown field {_label((*at, k))!r}; expected one of {allowed}")
+
+
+def _mapping(data: dict[str, Any], key: str, what: str) -> dict[Any, Any]:
+    """``data[key]`` (absent or left empty: ``{}``), which must be a mapping of ``what``."""
+    v = data.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise _bad(key, f"expected a mapping of {what}, got {v!r}")
+    return v
+
+
+def _short_form(data: dict[str, Any]) -> Problem:
+    """``{kind: conv2d, c_in: ..., ...}``, the arguments possibly under ``params`` (as :meth:`Problem.to_dict`
+    writes them): checked against the constructor's signature first, so a typo or a missing field is
+    reported by its name instead of as Python's TypeError."""
+    kind = data.get("kind")
+    ctor = CONSTRUCTORS.get(kind) if isinstance(kind, str) else None
+    if ctor is None:
+        raise _bad("kind", f"expected one of {sorted(CONSTRUCTORS)}, got {kind!r}")
+    signature = inspect.signature(ctor).parameters
+    fields = [name for name in signature if name != "kind"]
+    top = {k: v for k, v in data.items() if k not in ("kind", "params")}
+    params = _mapping(data, "params", f"{kind} fields")
+    _known(top, fields)
+    _known(params, fields, ("params",))
+    args = top | params
+    missing = [name for name, p in signature.items() if p.default is p.empty and name not in args]
+    if missing:
+        raise UserError(f"bad arguments for {kind}: missing field(s) {', '.join(missing)}")
+    try:
+        return ctor(**args)
+    except FieldError as exc:
+        if exc.path[0] in params:  # point at the line under params
+            exc.path = ("params", *exc.path)
+        raise
+
+
+def _einsum_form(data: dict[str, Any]) -> Problem:
+    """The general form of :meth:`Problem.to_dict`, checked field by field."""
+    _known(data, ["kind", "params", "dims", "tensors", "psum_bits"])
+    dims = _mapping(data, "dims", "dimension names to sizes")
+    tensors = data["tensors"]
+    if not isinstance(tensors, list):
+        raise _bad("tensors", f"expected a list of tensors, got {tensors!r}")
+    return Problem(
+        kind=str(data.get("kind", "einsum")),
+        dims=tuple((str(d), _ints(n, ("dims", d))[0]) for d, n in dims.items()),
+        tensors=tuple(_tensor(t, ("tensors", i)) for i, t in enumerate(tensors)),
+        psum_bits=data.get("psum_bits", 32),
+        params=tuple((k, tuple(v) if isinstance(v, list) else v)
+                     for k, v in _mapping(data, "params", "constructor arguments").items()),
+    )
+
+
+def _tensor(t: Any, at: PathKey) -> Tensor:
+    """One entry of ``tensors``: ``{name, axes: [[[coefficient, dimension], ...], ...], bits, is_output}``."""
+    if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+        raise _bad(at, f"expected a mapping with a string 'name', got {t!r}")
+    _known(t, ["name", "axes", "bits", "is_output"], at)
+    axes = t.get("axes")
+    if not (isinstance(axes, list) and all(isinstance(axis, list) and all(
+            isinstance(term, list) and len(term) == 2 and isinstance(term[1], str) for term in axis)
+            for axis in axes)):
+        raise _bad((*at, "axes"), f"expected a list of axes, each a list of [coefficient, dimension] pairs, "
+                   f"got {axes!r}")
+    is_output = t.get("is_output", False)
+    if not isinstance(is_output, bool):
+        raise _bad((*at, "is_output"), f"expected true or false, got {is_output!r}")
+    return Tensor(
+        t["name"],
+        tuple(tuple((_ints(c, (*at, "axes", i, j, 0))[0], d) for j, (c, d) in enumerate(axis))
+              for i, axis in enumerate(axes)),
+        _ints(t.get("bits", 8), (*at, "bits"))[0],
+        is_output,
+    )

@@ -1,8 +1,8 @@
 """Layer files: one Problem per YAML or JSON file, for ``dse evaluate --layer L.yaml``.
 
 The file holds either the short form (``kind: conv2d`` plus the constructor's arguments) or the
-general einsum form of :meth:`costmodel.problem.Problem.to_dict`. Every error names the file, so a
-user with several layer files knows which one to fix.
+general einsum form of :meth:`costmodel.problem.Problem.to_dict`. Every error names the file (and, in
+YAML, the line of the field), so a user with several layer files knows which one to fix and where.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import yaml
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import Problem
+from costmodel.yamlio import LineMap, load_yaml
 
 
 def load_problem(path: str | Path) -> Problem:
@@ -37,9 +38,20 @@ def load_problem(path: str | Path) -> Problem:
         raise UserError(f"{p}: {where}{problem}") from None
     if data is None:
         raise UserError(f"{p}: empty layer file (expected a mapping with 'kind')")
-    if isinstance(data, dict) and "layer" in data and isinstance(data["layer"], dict) and len(data) == 1:
+    wrapped = isinstance(data, dict) and len(data) == 1 and isinstance(data.get("layer"), dict)
+    if wrapped:
         data = data["layer"]  # also accept a document wrapped as {layer: {...}}
-    return Problem.from_dict(data, where=str(p))
+    lines = None if p.suffix.lower() == ".json" else _field_lines(p, wrapped)
+    return Problem.from_dict(data, where=str(p), lines=lines)
+
+
+def _field_lines(p: Path, wrapped: bool) -> LineMap:
+    """The line of each field of a YAML layer file, for messages: a second parse, of a file already known
+    to be valid YAML (a few lines), keeps the error messages above as they are."""
+    lines = load_yaml(p)[1]
+    if not wrapped:
+        return lines
+    return LineMap(lines.file, {k[1:]: n for k, n in lines.lines.items() if k[:1] == ("layer",)})
 
 
 def save_problem(problem: Problem, path: str | Path) -> Path:
