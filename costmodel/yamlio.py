@@ -217,6 +217,9 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
             if isinstance(bound, (int, float))
             else (f"expected a number {op} {bound}, got {got}")
         )
+    elif kind == "too_short":  # a list or mapping with fewer items than min_length
+        n = err.get("ctx", {}).get("min_length")
+        msg = f"expected at least {n} item{'' if n == 1 else 's'}, got {got}"
     else:
         text = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
         text = text[0].lower() + text[1:] if text else text

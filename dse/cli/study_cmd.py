@@ -15,7 +15,8 @@ import typer
 
 def sweep(
     study_file: Annotated[Path, typer.Argument(help="Study YAML (see docs/studies.md).")],
-    trials: Annotated[int | None, typer.Option("--trials", help="Finished trials wanted (default: the file's).")] = None,
+    trials: Annotated[int | None, typer.Option("--trials", min=1, help="Finished trials wanted (default: the "
+                                               "file's).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Local worker processes (with --dask: "
                                          "tasks; default one per Dask worker thread).")] = 1,
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL (default: a journal "
@@ -50,17 +51,22 @@ def results(
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
 ) -> None:
     """The Pareto set of a study (and the full table as trials.csv / trials.parquet)."""
+    from costmodel.errors import UserError
     from dse.study.results import objective_columns, pareto_table, trials_table, write_tables
     from dse.study.runner import open_study
 
     study, ost = open_study(study_dir, storage)
     table = trials_table(study, ost)
     write_tables(table, study_dir)
+    if not (table["state"] == "COMPLETE").any():
+        why = (f"its {len(table)} trials were pruned or failed: see the invalid column of trials.csv" if len(table)
+               else "run `dse sweep` first")
+        raise UserError(f"{study_dir}: no completed trials to show ({why})")
     front = pareto_table(study, table)
     cols = ["trial", *(k.name for k in study.knobs), *objective_columns(study)[0]]
     if as_json:
         print(json.dumps({"study": study.name, "trials": len(table),
-                          "feasible": int(table["feasible"].sum()) if len(table) else 0,
+                          "feasible": int(table["feasible"].sum()),
                           "pareto": json.loads(front[cols].to_json(orient="records"))}, indent=2))
         return
     from rich.console import Console
@@ -87,17 +93,25 @@ def report(
     = None,
 ) -> None:
     """A self-contained HTML report (plots embedded) plus the PNG and SVG files next to it."""
+    from costmodel.atomic import check_writable
+    from costmodel.errors import UserError
     from dse.report import write_map_report, write_report
 
-    if source.is_file():
-        path = write_map_report(source, output, hw=hw)
-    else:
-        path = write_report(source, output, storage=storage)
-    typer.echo(f"wrote {path}", err=True)
-    if page is not None:
-        from dse.report.page import render_page
+    for out in (output, page):  # a file where a folder should be, no permission: one line now, not later
+        if out is not None:
+            check_writable(out)
+    try:
+        if source.is_file():
+            path = write_map_report(source, output, hw=hw)
+        else:
+            path = write_report(source, output, storage=storage)
+        typer.echo(f"wrote {path}", err=True)
+        if page is not None:
+            from dse.report.page import render_page
 
-        typer.echo(f"wrote {render_page(path, page)}", err=True)
+            typer.echo(f"wrote {render_page(path, page)}", err=True)
+    except OSError as exc:  # what the check cannot see, e.g. a file named like the <stem>_files folder
+        raise UserError(f"{exc.filename or output}: cannot write ({exc.strerror or exc})") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -26,17 +26,21 @@ MAPPING_DB = "mappings.sqlite"
 
 
 def load_layers(study: Study) -> Layers:
-    """Every workload: a model's Workload graph, or inline layers as (name, Problem) pairs."""
+    """Every workload: a model's Workload graph, or inline layers as (name, Problem) pairs. A model
+    that does not load (a broken ONNX file) is an error at the study's ``workloads[i].model``."""
     from costmodel.problem import Problem
     from dse.api import load_workload
 
     out: Layers = {}
-    for w in study.spec.workloads:
+    for i, w in enumerate(study.spec.workloads):
         if w.layers is not None:
-            out[w.name] = [(f"layer{i}", Problem.from_dict(d, where=str(study.source)))
-                           for i, d in enumerate(w.layers)]
-        else:
+            out[w.name] = [(f"layer{j}", Problem.from_dict(d, where=str(study.source)))
+                           for j, d in enumerate(w.layers)]
+            continue
+        try:
             out[w.name] = load_workload(study.model_path(w))
+        except UserError as exc:
+            raise study.lines.error(("workloads", i, "model"), str(exc)) from None
     return out
 
 
@@ -155,6 +159,5 @@ def evaluate_design(study: Study, layers: Layers, sampled: dict[str, Any]) -> De
         else:
             fps = next(w.fps for w in study.spec.workloads if w.name == c.workload)
             env = {**per_wl[c.workload], **values, "fps": fps or 0.0}
-        key = f"{c.workload}: {c.text}" if c.workload else c.text
-        res.violations[key] = float(c.violation(env))
+        res.violations[c.key] = float(c.violation(env))
     return res

@@ -1,18 +1,21 @@
 """A study's trials as a table (one row per trial: knobs, metrics, feasibility) and its Pareto set.
 
-Columns: ``trial``, ``state``, ``feasible``, ``invalid`` (reason, for pruned designs), every knob
-(derived ones included), every metric, and ``violation:<constraint>``. ``write_tables`` writes
-``trials.csv`` and ``trials.parquet`` (pyarrow; atomically: never a partial file).
+Columns: ``trial``, ``state``, ``same_as`` (the earlier trial whose evaluation a revisited design
+copies; a nullable integer), ``feasible``, ``invalid`` (reason, for pruned designs), every knob
+(derived ones included), every metric, and ``violation:<constraint>`` -- all of them even when no
+trial has values for them yet. ``write_tables`` writes ``trials.csv`` and ``trials.parquet``
+(pyarrow; atomically: never a partial file).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from costmodel.atomic import atomic_open
+from dse.study.metrics import metric_names
 from dse.study.pareto import pareto_mask
 
 if TYPE_CHECKING:
@@ -38,7 +41,11 @@ def trials_table(study: Study, ost: optuna.Study) -> pd.DataFrame:
         row.update(metrics)
         row.update({f"violation:{k}": v for k, v in viol.items()})
         rows.append(row)
-    return pd.DataFrame(rows)
+    columns = ["trial", "state", "same_as", "feasible", "invalid", *knob_names,
+               *metric_names(study.workload_names), *(f"violation:{c.key}" for c in study.constraints)]
+    table = pd.DataFrame(rows, columns=columns)
+    table["same_as"] = table["same_as"].astype("Int64")
+    return table
 
 
 def objective_columns(study: Study) -> tuple[list[str], list[str]]:
@@ -53,18 +60,10 @@ def pareto_table(study: Study, table: pd.DataFrame) -> pd.DataFrame:
     if not len(feas):
         return feas
     knobs = [k.name for k in study.knobs]
-    feas = feas.drop_duplicates(subset=knobs) if knobs else feas  # a revisited design: its first trial
+    # a revisited design: its first trial (without knobs every trial is the one design)
+    feas = feas.drop_duplicates(subset=knobs) if knobs else feas.head(1)
     mask = pareto_mask(feas[cols].to_numpy(dtype=np.float64), dirs)
     return feas[mask].sort_values(cols, ascending=[d == "minimize" for d in dirs])
-
-
-def _atomic(path: Path, write: object) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        write(tmp)  # type: ignore[operator]
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _parquet_safe(table: pd.DataFrame) -> pd.DataFrame:
@@ -81,6 +80,8 @@ def _parquet_safe(table: pd.DataFrame) -> pd.DataFrame:
 def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
     """``trials.csv`` and ``trials.parquet`` in ``out``; returns the files written."""
     csv, parquet = out / "trials.csv", out / "trials.parquet"
-    _atomic(csv, lambda p: table.to_csv(p, index=False))
-    _atomic(parquet, lambda p: _parquet_safe(table).to_parquet(p, index=False, engine="pyarrow"))
+    with atomic_open(csv, "w", newline="") as fh:
+        table.to_csv(fh, index=False)
+    with atomic_open(parquet, "wb") as fh:
+        _parquet_safe(table).to_parquet(fh, index=False, engine="pyarrow")
     return [csv, parquet]

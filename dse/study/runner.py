@@ -3,7 +3,9 @@
 Storage: by default an optuna journal file ``STUDY_DIR/study.journal`` (about 4 ms a trial, safe
 for several local processes); ``storage=`` takes any optuna URL (``postgresql://...`` for workers on
 several machines). The study file is copied to ``STUDY_DIR/study.yaml`` so that ``dse results`` and
-``dse report`` need only the folder.
+``dse report`` need only the folder. A later sweep into the folder must be the same study in what
+decides its trials (every field but ``trials`` and ``output``; comments and layout do not count):
+a larger ``trials`` continues the study, a smaller one stops it where it is.
 
 Resume: every trial records its worker (``host:pid``). A RUNNING trial whose worker on this host is
 dead (SIGKILL, power loss) is re-run *in place* -- same trial number, same parameters already drawn,
@@ -18,7 +20,6 @@ TPE/NSGA-II then depend on the order in which trials finish.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import threading
@@ -32,10 +33,12 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from costmodel.atomic import atomic_write_bytes, atomic_write_text
 from costmodel.errors import UserError
 from dse.study.design import Layers, evaluate_design, load_layers
+from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
-from dse.study.schema import Study, load_study
+from dse.study.schema import Study, StudySpec, load_study, read_spec
 from dse.study.storage import STORAGE_NOTE, open_storage
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
@@ -224,17 +227,46 @@ class SweepResult:
     ran: int
 
 
-def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+def _trial_fields(spec: StudySpec) -> dict[str, Any]:
+    """What decides a study's trials: every field but the trial budget and the output folder."""
+    return spec.model_dump(exclude={"trials", "output"})
+
+
+def _first_difference(a: Any, b: Any, at: PathKey = ()) -> PathKey | None:
+    """The first field path where two parsed studies differ, or None. The order of mapping keys
+    counts (the grid sampler walks the knobs in the file's order)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in dict.fromkeys([*a, *b]):
+            if key not in a or key not in b:
+                return (*at, key)
+            if (diff := _first_difference(a[key], b[key], (*at, key))) is not None:
+                return diff
+        return None if list(a) == list(b) else at
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        diffs = (_first_difference(x, y, (*at, i)) for i, (x, y) in enumerate(zip(a, b, strict=True)))
+        return next((d for d in diffs if d is not None), None)
+    return None if a == b else at
+
+
+def _check_same_study(study: Study, out: Path) -> None:
+    """A folder that holds another study's trials is refused, at the first field that differs."""
     copy = out / STUDY_COPY
-    if copy.exists() and copy.read_text() != study.source.read_text():
-        raise UserError(f"{out}: holds a different study ({copy}); pick another output folder or delete it")
-    tmp = out / f".{STUDY_COPY}.tmp"
-    shutil.copyfile(study.source, tmp)
-    os.replace(tmp, copy)
-    (out / ROOT_NOTE).write_text(str(study.root.resolve()) + "\n")
+    if not copy.exists():
+        return
+    held, _ = read_spec(copy)
+    diff = _first_difference(_trial_fields(held), _trial_fields(study.spec))
+    if diff is not None:
+        raise study.lines.error(diff, f"differs from the study whose trials {out} holds ({copy}); use "
+                                "another output folder, or delete that one to start over")
+
+
+def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
+    """The folder's copy of the study file (the current text: comments or the trial budget may have
+    changed) and its notes; a place that cannot be written is a UserError."""
+    atomic_write_bytes(out / STUDY_COPY, study.source.read_bytes())
+    atomic_write_text(out / ROOT_NOTE, str(study.root.resolve()) + "\n")
     if storage:
-        (out / STORAGE_NOTE).write_text(storage + "\n")
+        atomic_write_text(out / STORAGE_NOTE, storage + "\n")
 
 
 def target_trials(study: Study, trials: int | None) -> int:
@@ -256,10 +288,14 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
     out_dir = Path(out) if out else study.output
     study.output = out_dir
     target = target_trials(study, trials)
-    st = open_storage(out_dir, storage)  # before writing anything: a bad URL leaves no folder behind
+    # before writing anything: a model that does not load, a folder holding another study or a bad
+    # storage URL leaves no output behind
+    _check_same_study(study, out_dir)
+    layers = load_layers(study)
+    st = open_storage(out_dir, storage)
     _prepare_output(study, out_dir, storage)
     ost = create(study, st)
-    objective = Objective(study, load_layers(study))
+    objective = Objective(study, layers)
     with interruptible():
         resumed = _resume_stale(ost, objective)
         states = [t.state for t in ost.get_trials(deepcopy=False)]

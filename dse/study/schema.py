@@ -1,13 +1,16 @@
 """The study YAML format (pydantic models; ``dse schema study`` can print them) and ``load_study``.
 
 Loading checks everything that can be checked before the first trial, each error naming the file,
-line and field: knob paths exist in the hardware config, ranges are ordered, expressions parse and
-name known knobs, objectives and constraints name metrics, workloads exist. The result is a
-:class:`Study` that the runner uses without re-reading the file.
+line and field: the hardware template is a valid config, knob paths exist in it, every value a knob
+takes fits its field, ranges are ordered, expressions parse and name known knobs, objectives and
+constraints name metrics, workloads exist. The result is a :class:`Study` that the runner uses
+without re-reading the file.
 """
 
 from __future__ import annotations
 
+import string
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -15,16 +18,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from costmodel.errors import UserError
-from costmodel.yamlio import LineMap, load_yaml, validation_error
+from costmodel.yamlio import LineMap, format_path, load_yaml, validation_error
 from dse.study.expr import Expr, ExprError, parse, parse_comparison
-from dse.study.knobs import Knob, derived_order, resolve_path
+from dse.study.knobs import Knob, PathKey, apply_knobs, derived_order, resolve_path
 from dse.study.metrics import WORKLOAD_METRICS, metric_names
 
 Number = int | float
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: `trials: true` is not 1 and `'40'` is not 40; .inf / .nan are typos
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class WorkloadSpec(_Strict):
@@ -105,6 +109,11 @@ class ConstraintDef:
     rhs: Expr
     workload: str | None = None
 
+    @property
+    def key(self) -> str:
+        """Its name in a trial's violations (and the table's ``violation:`` columns)."""
+        return f"{self.workload}: {self.text}" if self.workload else self.text
+
     def violation(self, env: dict[str, float]) -> float:
         """<= 0 when satisfied; otherwise the relative amount by which it is violated."""
         a, b = self.lhs.evaluate(env), self.rhs.evaluate(env)
@@ -123,6 +132,8 @@ class Study:
     output: Path
     root: Path
     """Folder that relative paths in the file (hardware, ONNX models) are relative to."""
+    lines: LineMap
+    """Where each field of the file is, for errors found after loading (a model that does not load)."""
 
     @property
     def name(self) -> str:
@@ -151,13 +162,15 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
     if spec.presets is not None:
         if spec.path is not None or spec.choices is not None or spec.expr is not None or spec.low is not None:
             raise lines.error(at, "presets set their own paths: no path, choices, low/high or expr with them")
-        presets = {}
+        presets, texts = {}, {}
         for label, fields in spec.presets.items():
             try:
-                presets[label] = tuple((resolve_path(p, base, HwConfig), v) for p, v in fields.items())
+                paths = [resolve_path(p, base, HwConfig) for p in fields]
             except ValueError as exc:
                 raise lines.error((*at, "presets", label), str(exc)) from None
-        return Knob(name, (), choices=tuple(presets), presets=presets)
+            texts.update(zip(paths, fields, strict=True))
+            presets[label] = tuple(zip(paths, fields.values(), strict=True))
+        return _checked(Knob(name, (), choices=tuple(presets), presets=presets), base, texts, lines, at)
     if spec.path is None:
         raise lines.error(at, "a knob needs a path (or presets)")
     try:
@@ -172,9 +185,10 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
             expr = parse(spec.expr)
         except ExprError as exc:
             raise lines.error((*at, "expr"), str(exc)) from None
-        return Knob(name, path, expr=expr, format=spec.format)
+        return _checked(Knob(name, path, expr=expr, format=spec.format), base, {}, lines, at)
     if spec.choices is not None:
-        return Knob(name, path, choices=tuple(spec.choices), format=spec.format)
+        return _checked(Knob(name, path, choices=tuple(spec.choices), format=spec.format), base,
+                        {path: spec.path}, lines, at)
     if spec.low is None or spec.high is None:
         raise lines.error(at, "a range needs both low and high")
     if spec.low > spec.high:
@@ -184,8 +198,123 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
     if spec.log and spec.step is not None:
         raise lines.error((*at, "step"), "step cannot be combined with log")
     is_int = spec.type == "int" or (spec.type is None and isinstance(spec.low, int) and isinstance(spec.high, int))
-    return Knob(name, path, low=spec.low, high=spec.high, step=spec.step, log=spec.log, is_int=is_int,
+    knob = Knob(name, path, low=spec.low, high=spec.high, step=spec.step, log=spec.log, is_int=is_int,
                 format=spec.format)
+    return _checked(knob, base, {path: spec.path}, lines, at)
+
+
+class _FieldError(UserError):
+    """A config error that keeps its field path: which field a knob value broke."""
+
+    def __init__(self, path: Sequence[str | int], reason: str) -> None:
+        super().__init__(reason)
+        self.path: PathKey = tuple(path)
+
+
+class _Locating(LineMap):
+    """A line map whose errors are :class:`_FieldError` (for configs that have no file: a template
+    with one knob value applied)."""
+
+    def error(self, path: Sequence[str | int], message: str) -> UserError:
+        return _FieldError(path, message)
+
+
+_LOCATING = _Locating("", {})
+
+
+def _at(obj: Any, path: PathKey) -> Any:
+    """The value at ``path`` of config data (dicts, lists) or of a validated config (models)."""
+    for key in path:
+        obj = obj[key] if isinstance(obj, (dict, list)) else getattr(obj, str(key))
+    return obj
+
+
+def _value_error(knob: Knob, value: Any, base: dict[str, Any]) -> tuple[PathKey, str] | None:
+    """Why the template with this one knob value is not a valid config, as (field, reason), or None.
+
+    Checked as a trial's config is, for what is the value's own fault: the field's type (pydantic;
+    and ``true`` is not taken for 1) and, for the free-form fields whose text is parsed later
+    (``clock``, ``capacity``), that parse. Rules across fields (fan-outs vs ``mac.count``, ...) are
+    left to the trials: other knobs may meet them.
+    """
+    from costmodel.arch import HwConfig
+    from costmodel.arch_resolve import resolve
+
+    data = apply_knobs(base, [knob], {knob.name: value})
+    try:
+        cfg = HwConfig.model_validate(data)
+    except ValidationError as exc:
+        err = validation_error(exc, _LOCATING, HwConfig, data)
+        assert isinstance(err, _FieldError)
+        return err.path, str(err)
+    paths = [p for p, _ in knob.presets[value]] if knob.presets is not None else [knob.path]
+    free = []
+    for p in paths:
+        given, got = _at(data, p), _at(cfg, p)
+        if isinstance(given, bool) and not isinstance(got, bool):
+            return p, f"expected {'an integer' if isinstance(got, int) else 'a number'}, got {given!r}"
+        if type(_at(cfg, p[:-1])).model_fields[str(p[-1])].annotation is Any:
+            free.append(p)
+    if free:
+        try:
+            resolve(cfg, _LOCATING, "")
+        except _FieldError as exc:
+            if any(exc.path[:len(p)] == p for p in free):
+                return exc.path, str(exc)
+    return None
+
+
+def _inner_value(low: float, high: float, step: float | None) -> float:
+    """A value of a float range that is a fraction if the range has any: does the field take fractions?"""
+    if step is not None:
+        return low + step if low + step <= high else low
+    mid = (low + high) / 2
+    return mid + min(0.5, (high - low) / 4) if mid.is_integer() else mid
+
+
+def _tried_values(knob: Knob) -> Iterator[tuple[PathKey, Any, str]]:
+    """(where in the knob, value, note) for each value to try on the template: every choice or preset;
+    a range's bounds and, for a float range, a value inside it. A handful per knob: loading stays fast."""
+    if knob.presets is not None:
+        yield from ((("presets", label), label, "") for label in knob.presets)
+    elif knob.choices is not None:
+        yield from ((("choices", i), v, "") for i, v in enumerate(knob.choices))
+    elif not knob.derived:
+        assert knob.low is not None and knob.high is not None
+        cast = int if knob.is_int else float
+        low, high = cast(knob.low), cast(knob.high)
+        yield ("low",), low, ""
+        yield ("high",), high, ""
+        if not knob.is_int:
+            inner = _inner_value(low, high, knob.step)
+            yield (), inner, (f" ({inner:g} is a value of this float range: for an integer field give "
+                              "integer low and high, or type: int)")
+
+
+def _check_format(fmt: str, values: list[Any], lines: LineMap, at: tuple) -> None:
+    """A format must place the value (``'{} KiB'``) and accept every value the knob takes."""
+    try:
+        for v in values:
+            fmt.format(v)
+        placed = any(field is not None for _, field, _, _ in string.Formatter().parse(fmt))
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise lines.error(at, f"expected a format like '{{}} KiB' that takes the knob's values, got {fmt!r} "
+                          f"({type(exc).__name__}: {exc})") from None
+    if not placed:
+        raise lines.error(at, f"expected a format with {{}} where the value goes, like '{{}} KiB', got {fmt!r}")
+
+
+def _checked(knob: Knob, base: dict[str, Any], texts: dict[PathKey, str], lines: LineMap, at: tuple) -> Knob:
+    """``knob``, once every value it takes fits its field(s) of the template (``texts``: the paths as
+    the study file spells them, for messages); else UserError at the value."""
+    tried = list(_tried_values(knob))
+    if knob.format is not None:
+        _check_format(knob.format, [v for _, v, _ in tried], lines, (*at, "format"))
+    for sub, value, note in tried:
+        if (err := _value_error(knob, value, base)) is not None:
+            path, reason = err
+            raise lines.error((*at, *sub), f"{texts.get(path, format_path(path))}: {reason}{note}")
+    return knob
 
 
 def _constraint(text: str, names: set[str], lines: LineMap, at: tuple, workload: str | None) -> ConstraintDef:
@@ -224,24 +353,72 @@ def _check_workload(study_dir: Path, w: WorkloadSpec, lines: LineMap, at: tuple)
                           f"{', '.join(workloads.names())}) nor an existing .onnx path")
 
 
+@dataclass(frozen=True)
+class _Within(LineMap):
+    """The line map seen from the field ``at`` down, for a part of the file validated on its own."""
+
+    at: PathKey = ()
+
+    def where(self, path: Sequence[str | int]) -> str:
+        return super().where((*self.at, *path))
+
+
+def _check_knob_fields(knobs: Any, lines: LineMap) -> None:
+    """Each knob's mapping validated on its own, so that a misspelt field (``choises``) gets its "did
+    you mean": seen from the whole study, the knob's name stands between ``knobs`` and KnobSpec."""
+    for name, spec in knobs.items() if isinstance(knobs, dict) else ():
+        try:
+            KnobSpec.model_validate(spec)
+        except ValidationError as exc:
+            raise validation_error(exc, _Within(lines.file, lines.lines, ("knobs", name)), KnobSpec, spec) from None
+
+
+def read_spec(path: str | Path) -> tuple[StudySpec, LineMap]:
+    """A study file's fields, type-checked, and their lines (:func:`load_study` checks the rest)."""
+    data, lines = load_yaml(path)
+    if not isinstance(data, dict):
+        raise lines.error((), "expected a mapping of study fields")
+    _check_knob_fields(data.get("knobs"), lines)
+    try:
+        return StudySpec.model_validate(data), lines
+    except ValidationError as exc:
+        raise validation_error(exc, lines, StudySpec, data) from None
+
+
+def _check_numeric(knobs: list[Knob], cons: list[ConstraintDef], lines: LineMap) -> None:
+    """Knobs that an expression reads (a derived knob's, a constraint's) must take numbers."""
+    users: dict[str, str] = {}
+    for k in knobs:
+        for n in k.expr.names if k.expr is not None else ():
+            users.setdefault(n, f"knobs.{k.name}.expr")
+    for c in cons:
+        for n in c.lhs.names | c.rhs.names:
+            users.setdefault(n, f"constraint {c.text!r}")
+    for k in knobs:
+        if k.name not in users or k.choices is None:
+            continue
+        if k.presets is not None:
+            raise lines.error(("knobs", k.name), f"expected a knob with numbers ({users[k.name]} reads it), "
+                              f"got presets (labels: {', '.join(k.presets)})")
+        for i, v in enumerate(k.choices):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise lines.error(("knobs", k.name, "choices", i), f"expected a number ({users[k.name]} "
+                                  f"reads the knob), got {v!r}")
+
+
 def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     """Read and check a study file; every mistake -> UserError with file:line: field: reason.
     Relative paths inside it are relative to ``root`` (default: the file's folder)."""
-    from costmodel.arch import load_config_data
+    from costmodel.arch import architecture_from_dict, load_config_data
 
     src = Path(path)
     base_dir = Path(root) if root is not None else src.parent
-    data, lines = load_yaml(src)
-    if not isinstance(data, dict):
-        raise lines.error((), "expected a mapping of study fields")
-    try:
-        spec = StudySpec.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, lines, StudySpec, data) from None
+    spec, lines = read_spec(src)
     hw = spec.hardware
     hw_path = base_dir / hw if hw.endswith((".yaml", ".yml")) and not Path(hw).is_absolute() else hw
     try:
-        base, _, hw_file = load_config_data(hw_path)
+        base, hw_lines, hw_file = load_config_data(hw_path)
+        architecture_from_dict(base, hw_lines, source=str(hw_file))  # knob values are checked against it
     except UserError as exc:
         raise lines.error(("hardware",), str(exc)) from None
     knobs = [_knob(n, k, base, lines, ("knobs", n)) for n, k in spec.knobs.items()]
@@ -278,6 +455,7 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
                  for j, c in enumerate(w.constraints)]
         if any("fps" in c.lhs.names | c.rhs.names for c in cons if c.workload == w.name) and not w.fps:
             raise lines.error(("workloads", i, "fps"), "a constraint uses fps but the workload has no fps")
+    _check_numeric(knobs, cons, lines)
     if spec.sampler.kind == "grid":
         for k in knobs:
             if not k.derived:
@@ -286,4 +464,4 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
                 except ValueError as exc:
                     raise lines.error(("knobs", k.name), str(exc)) from None
     out = Path(spec.output) if spec.output else Path("runs") / spec.name
-    return Study(spec, src, base, Path(hw_file), knobs, cons, out, base_dir)
+    return Study(spec, src, base, Path(hw_file), knobs, cons, out, base_dir, lines)

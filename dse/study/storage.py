@@ -12,6 +12,7 @@ from pathlib import Path
 
 import optuna
 
+from costmodel.atomic import check_writable
 from costmodel.errors import UserError
 
 JOURNAL = "study.journal"
@@ -64,7 +65,7 @@ def open_storage(out: Path, url: str | None) -> optuna.storages.BaseStorage:
         url = note.read_text().strip() if note.exists() else None
     if is_journal(url):
         path = Path(url) if url else out / JOURNAL
-        path.parent.mkdir(parents=True, exist_ok=True)
+        check_writable(path)  # creates the folder; a file in the way or no permission: UserError
         return _journal_storage(path)
     assert url is not None
     try:

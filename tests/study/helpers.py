@@ -38,6 +38,28 @@ def small_study(tmp: Path, *, sampler: str = "grid", trials: int = 12, name: str
     return path
 
 
+def dse(*args: str | Path) -> tuple[int, str]:
+    """``dse ARGS`` through the console script's ``main()`` in this process (a UserError is one line on
+    stderr and exit 2; any other exception propagates and fails the test): (exit status, stderr)."""
+    import contextlib
+    import io
+    import sys
+
+    from dse.cli import main
+
+    err, argv = io.StringIO(), sys.argv
+    sys.argv = ["dse", *map(str, args)]
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = argv
+    return code, err.getvalue()
+
+
 def study_app(pace: float = 0.0) -> typer.Typer:
     """The study commands as a CLI app. ``pace`` > 0 makes every trial wait that many seconds before
     it runs (results unchanged): the kill tests then find a trial RUNNING however fast trials get."""

@@ -4,6 +4,7 @@ repeated, and the same trials and results as an uninterrupted run with the same 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -131,3 +132,44 @@ def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
     trials = res.optuna_study.get_trials()
     assert [t.number for t in trials] == list(range(n))
     assert all(t.state.name == "COMPLETE" for t in trials)
+
+
+def _kept(before: list[optuna.trial.FrozenTrial], after: list[optuna.trial.FrozenTrial]) -> bool:
+    """The same finished trials, not run again (same completion times)."""
+    return _signature(before) == _signature(after) and all(
+        a.datetime_complete == b.datetime_complete for a, b in zip(before, after, strict=True))
+
+
+def test_edits_that_keep_the_trials_resume(tmp_path: Path) -> None:
+    """A comment, a larger trial budget (the study goes on) or a smaller one (it stops where it is)
+    reuse the folder's finished trials; a change to what the trials depend on is refused at the first
+    field that differs, with the folder left as it was."""
+    import yaml
+
+    from costmodel.errors import UserError
+    from tests.study.helpers import dse
+
+    path = small_study(tmp_path, sampler="random", trials=4)
+    first = run_study(path).optuna_study.get_trials()
+    path.write_text("# tuned by hand\n" + path.read_text().replace("trials: 4", "trials: 4  # for now"))
+    res = run_study(path)
+    assert res.ran == 0 and _kept(first, res.optuna_study.get_trials())
+    path.write_text(path.read_text().replace("trials: 4", "trials: 6"))
+    res = run_study(path)
+    after = res.optuna_study.get_trials()
+    assert res.ran == 2 and len(after) == 6 and _kept(first, after[:4])
+    path.write_text(path.read_text().replace("trials: 6", "trials: 3"))
+    res = run_study(path)
+    assert res.ran == 0 and _kept(after, res.optuna_study.get_trials())
+    assert (tmp_path / "out" / "study.yaml").read_text() == path.read_text()
+
+    copy = (tmp_path / "out" / "study.yaml").read_text()
+    path.write_text(copy.replace("seed: 3", "seed: 4"))
+    with pytest.raises(UserError, match=r"small\.yaml:\d+: sampler\.seed: differs from the study whose trials"):
+        run_study(path)
+    doc = yaml.safe_load(copy)
+    doc["knobs"] = dict(reversed(doc["knobs"].items()))  # the grid walks the knobs in this order
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = dse("sweep", path, "--no-progress")
+    assert code == 2 and err.count("\n") == 1 and re.search(r"small\.yaml:\d+: knobs: differs from", err), err
+    assert (tmp_path / "out" / "study.yaml").read_text() == copy

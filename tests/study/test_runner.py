@@ -158,12 +158,25 @@ def test_revisited_designs_reuse_results(tmp_path: Path) -> None:
     table = trials_table(res.study, res.optuna_study)
     assert len(table) == 6 and table[["rows", "cols"]].drop_duplicates().shape[0] == 1
     assert table["same_as"].isna().sum() == 2  # one evaluation per distinct (glb) design
+    assert table["same_as"].dtype == "Int64"  # a trial number: written 3, not 3.0
+    write_tables(table, tmp_path)
+    assert pd.read_parquet(tmp_path / "trials.parquet")["same_as"].dtype == "Int64"
+    csv = pd.read_csv(tmp_path / "trials.csv", dtype={"same_as": "Int64"})  # no "3.0" in the file
+    pd.testing.assert_series_equal(csv["same_as"], table["same_as"])
     for _, g in table.groupby("glb"):
         assert g["energy_pj"].nunique() == 1
     assert len(pareto_table(res.study, table)) <= 2
     bar = _Progress(res.optuna_study, 6)  # the progress bar's Pareto size counts designs, like the table
     bar.close()
     assert bar.progress.tasks[0].description.startswith(f"pareto {len(pareto_table(res.study, table))} ")
+
+
+def test_no_knobs_is_one_design(tmp_path: Path) -> None:
+    """Without knobs every trial evaluates the template: the Pareto set lists it once."""
+    res = run_study(small_study(tmp_path, sampler="random", trials=3, knobs={}))
+    table = trials_table(res.study, res.optuna_study)
+    front = pareto_table(res.study, table)
+    assert len(table) == 3 and table["feasible"].all() and front["trial"].tolist() == [0]
 
 
 def test_journal_opens_for_optuna_dashboard(grid_run) -> None:

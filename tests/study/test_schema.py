@@ -72,12 +72,99 @@ def test_good_study_loads(tmp_path: Path) -> None:
         ("choices: [2, 4]}", "choices: [2, 4], low: 1, high: 2}", "s.yaml:7: knobs.rows: expected exactly one of"),
         ("name: t", "name: t\nsampler: {kind: annealing}", "s.yaml:2: sampler.kind:"),
         ("name: t", "nme: t", "s.yaml:1: nme: unknown field 'nme'; did you mean 'name'?"),
+        ("choices: [2, 4]", "choises: [2, 4]", ("s.yaml:7: knobs.rows.choises: unknown field 'choises'; did you "
+         "mean 'choices'?")),
+        ("choices: [2, 4]", "choices: []", "s.yaml:7: knobs.rows.choices: expected at least 1 item, got []"),
+        ("objectives:\n  - {metric: energy_pj}", "objectives: []",
+         "s.yaml:10: objectives: expected at least 1 item, got []"),
+        ("workloads:\n  - name: net\n    layers: [{kind: matmul, m: 8, k: 8, n: 8}]", "workloads: []",
+         "s.yaml:3: workloads: expected at least 1 item, got []"),
+        ("name: t", "name: t\ntrials: true", "s.yaml:2: trials: expected an integer, got True"),
+        ("name: t", "name: t\ntrials: '40'", "s.yaml:2: trials: expected an integer, got '40'"),
+        ("    layers:", "    fps: .inf\n    layers:", "s.yaml:5: workloads[0].fps: expected a finite number, got inf"),
     ],
 )
 def test_bad_study_names_file_line_field(tmp_path: Path, old: str, new: str, expect: str) -> None:
     assert old in GOOD
     msg = _error(tmp_path, GOOD.replace(old, new))
     assert expect in msg, msg
+
+
+FREQ = "expected a positive frequency like '1 GHz' or '200 MHz' (or Hz as a number)"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expect"),
+    [
+        ("path: levels.buffer.fanout.y, choices: [2, 4]", "path: clock, choices: [fast, slow]",
+         f"s.yaml:7: knobs.rows.choices[0]: clock: {FREQ}, got 'fast'"),
+        ("choices: [2, 4]", "choices: [2, eight]",
+         "s.yaml:7: knobs.rows.choices[1]: levels.buffer.fanout.y: expected an integer, got 'eight'"),
+        ("choices: [2, 4]", "choices: [8.5]",
+         "s.yaml:7: knobs.rows.choices[0]: levels.buffer.fanout.y: expected an integer, got 8.5"),
+        ("choices: [2, 4]", "choices: [true]",
+         "s.yaml:7: knobs.rows.choices[0]: levels.buffer.fanout.y: expected an integer, got True"),
+        ("choices: [2, 4]", "choices: [null]",
+         "s.yaml:7: knobs.rows.choices[0]: levels.buffer.fanout.y: expected an integer, got None"),
+        ("choices: [2, 4]", "choices: [{a: 1}]",
+         "s.yaml:7: knobs.rows.choices[0]: levels.buffer.fanout.y: expected an integer, got {'a': 1}"),
+        ("choices: [2, 4]", "low: 1.5, high: 4",
+         "s.yaml:7: knobs.rows.low: levels.buffer.fanout.y: expected an integer, got 1.5"),
+        ("choices: [2, 4]", "low: 2.0, high: 4.0", ("s.yaml:7: knobs.rows: levels.buffer.fanout.y: expected an "
+         "integer, got 3.5 (3.5 is a value of this float range: for an integer field give integer low and high")),
+        ("path: levels.buffer.fanout.y, choices: [2, 4]", "path: technology.dram, choices: [LPDDR4, LPDDR9]",
+         ("s.yaml:7: knobs.rows.choices[1]: technology.dram: expected 'LPDDR4', 'LPDDR5', 'HBM2', 'DDR4', 'DDR3' or "
+         "'GDDR5', got 'LPDDR9'")),
+        ("log: true}", "log: true, format: KiB}",
+         "s.yaml:8: knobs.glb.format: expected a format with {} where the value goes, like '{} KiB', got 'KiB'"),
+        ("log: true}", "log: true, format: '{} KiX'}", ("s.yaml:8: knobs.glb.low: levels[1].capacity: expected a "
+         "positive size like '64 KiB', '2 MB' or a word count (units: B, KiB/KB, MiB/MB, GiB/GB, words), got "
+         "'256 KiX'")),
+        ("log: true}", "log: true, format: '{x}'}", ("s.yaml:8: knobs.glb.format: expected a format like '{} KiB' "
+         "that takes the knob's values, got '{x}' (KeyError: 'x')")),
+        ("choices: [2, 4]", "choices: ['2', 4]",
+         "s.yaml:7: knobs.rows.choices[0]: expected a number (knobs.pes.expr reads the knob), got '2'"),
+        ("knobs:\n", "knobs:\n  speed: {presets: {fast: {clock: 1 GHz}, slow: {clock: slow}}}\n",
+         f"s.yaml:7: knobs.speed.presets.slow: clock: {FREQ}, got 'slow'"),
+    ],
+)
+def test_knob_values_checked_at_load(tmp_path: Path, old: str, new: str, expect: str) -> None:
+    """Every value a knob takes is applied to the template and checked as a trial's config is, so a
+    value of the wrong type fails at load (naming the knob's line and the config field), not as a
+    pruned or failed trial each time it is drawn."""
+    assert old in GOOD
+    msg = _error(tmp_path, GOOD.replace(old, new, 1))
+    assert expect in msg, msg
+
+
+def test_values_valid_with_other_knobs_load(tmp_path: Path) -> None:
+    """Rules across fields are the trials' to check: a sampled MAC count that matches only some
+    fan-outs loads (those designs are pruned), and a bool field takes true/false."""
+    text = GOOD.replace("expr: rows * 2", "choices: [4, 8]").replace(
+        "knobs:\n", "knobs:\n  db: {path: levels.buffer.double_buffered, choices: [true, false]}\n")
+    s = load_study(_write(tmp_path, text))
+    assert [k.choices for k in s.knobs if k.name in ("db", "pes")] == [(True, False), (4, 8)]
+
+
+def test_invalid_template_fails_at_load(tmp_path: Path) -> None:
+    from costmodel.arch import HWCONFIGS
+
+    hw = (HWCONFIGS / "tiny.yaml").read_text().replace("    word_bits: 8\n    block_words: 4",
+                                                       "    word_bits: eight\n    block_words: 4")
+    (tmp_path / "my_hw.yaml").write_text(hw)
+    msg = _error(tmp_path, GOOD.replace("hardware: tiny", "hardware: my_hw.yaml"))
+    assert "s.yaml:2: hardware: " in msg and msg.endswith(
+        "my_hw.yaml:20: levels[1].word_bits: expected an integer, got 'eight'"), msg
+
+
+def test_too_short_wording_is_generic() -> None:
+    """validation_error words pydantic's too_short for every format (here a hwconfig's levels)."""
+    from costmodel.arch import HWCONFIGS
+    from costmodel.yamlio import load_yaml
+
+    data, _ = load_yaml(HWCONFIGS / "tiny.yaml")
+    with pytest.raises(UserError, match=r"levels: expected at least 1 item, got \[\]$"):
+        architecture_from_dict({**data, "levels": []})
 
 
 def test_bad_constraints(tmp_path: Path) -> None:
@@ -100,7 +187,9 @@ def test_derived_cycle(tmp_path: Path) -> None:
 
 
 def test_grid_needs_finite_knobs(tmp_path: Path) -> None:
-    text = GOOD.replace("log: true", "type: float") + "sampler: {kind: grid}\n"
+    # (a float field: a float range of capacities now fails at load, a fraction of a word being no capacity)
+    text = GOOD.replace("capacity", "read_pj").replace("log: true", "type: float")
+    text += "sampler: {kind: grid}\n"
     assert "knobs.glb: knob 'glb': the grid sampler needs choices or an integer range" in _error(tmp_path, text)
 
 

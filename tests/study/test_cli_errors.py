@@ -1,0 +1,90 @@
+"""User mistakes at `dse sweep / results / report`: one line on stderr naming the file, line and field
+(or the path that cannot be written), exit 2, no traceback, and no output left behind."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dse.study.metrics import metric_names
+from dse.study.runner import run_study
+from tests.study.helpers import dse, small_study
+
+
+def _one_line(code: int, err: str) -> str:
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished two-trial study's folder."""
+    tmp = tmp_path_factory.mktemp("done")
+    return run_study(small_study(tmp, sampler="random", trials=2)).out
+
+
+def test_bad_knob_value(tmp_path: Path) -> None:
+    """A value of the wrong type fails when the study loads: sweep and `schema study --check` alike."""
+    path = small_study(tmp_path, sampler="random", knobs={"clk": {"path": "clock", "choices": ["fast", "slow"]}})
+    want = r"small\.yaml:\d+: knobs\.clk\.choices\[0\]: clock: expected a positive frequency .*, got 'fast'$"
+    err = _one_line(*dse("sweep", path, "--no-progress"))
+    assert re.search(want, err.strip()), err
+    assert not (tmp_path / "out").exists()
+    assert re.search(want, _one_line(*dse("schema", "study", "--check", path)).strip())
+
+
+def test_broken_onnx_model(tmp_path: Path) -> None:
+    """A model that does not load names the study's field and leaves no folder, so that the fixed
+    study then runs in it (it used to find "a different study" there)."""
+    (tmp_path / "bad.onnx").write_bytes(b"garbage")
+    path = small_study(tmp_path, trials=2, workloads=[{"name": "net", "model": "bad.onnx"}])
+    err = _one_line(*dse("sweep", path, "--no-progress"))
+    assert re.search(r"small\.yaml:\d+: workloads\[0\]\.model: .*bad\.onnx: not an ONNX model", err), err
+    assert not (tmp_path / "out").exists()
+    code, err = dse("sweep", small_study(tmp_path, trials=2), "--no-progress")
+    assert code == 0 and (tmp_path / "out" / "trials.csv").exists(), err
+
+
+def test_unwritable_output_folder(tmp_path: Path) -> None:
+    """-o naming a file, a folder under a file, or a place nobody may create a folder in."""
+    path = small_study(tmp_path, trials=2)
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n")
+    for out in (afile, afile / "sub", Path("/proc/dse-study-test/out")):
+        err = _one_line(*dse("sweep", path, "--no-progress", "-o", out))
+        assert f"{out}/study.journal: cannot write (" in err, err
+    assert afile.read_text() == "not a folder\n" and not (tmp_path / "out").exists()
+
+
+def test_unwritable_report(done: Path, tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    err = _one_line(*dse("report", done, "-o", afile / "r.html"))
+    assert f"{afile}/r.html: cannot write (" in err, err
+    (tmp_path / "r_files").write_text("")  # where the report's images go
+    err = _one_line(*dse("report", done, "-o", tmp_path / "r.html"))
+    assert "r_files: cannot write (" in err and not (tmp_path / "r.html").exists(), err
+
+
+def test_results_without_completed_trials(tmp_path: Path) -> None:
+    """Every design invalid: `dse results` says so (like `dse report`), and trials.csv still has every
+    metric and violation column, empty."""
+    path = small_study(tmp_path, trials=2)
+    path.write_text(path.read_text().replace("expr: rows * cols", "expr: rows * cols + 1"))
+    assert dse("sweep", path, "--no-progress")[0] == 0
+    for extra in ((), ("--json",)):
+        err = _one_line(*dse("results", tmp_path / "out", *extra))
+        assert "out: no completed trials to show (its 2 trials were pruned or failed" in err, err
+    table = pd.read_csv(tmp_path / "out" / "trials.csv")
+    cols = [*metric_names(["net"]), "violation:area_mm2 <= 1", "violation:net: latency_ms <= 1000 / fps"]
+    assert set(cols) <= set(table.columns) and table[cols].isna().all().all()
+
+
+@pytest.mark.parametrize("n", ["0", "-1"])
+def test_trials_must_be_positive(tmp_path: Path, n: str) -> None:
+    code, err = dse("sweep", small_study(tmp_path), "--trials", n, "--no-progress")
+    assert code == 2 and "--trials" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
