@@ -147,7 +147,7 @@ class Problem:
         """Inverse of :meth:`to_dict`; also accepts the short form ``{kind: conv2d, <constructor args>}``.
 
         ``where`` names the file and ``lines`` (from :func:`costmodel.yamlio.load_yaml`) the line of each
-        field, so a mistake reads ``file: line 4: field 'stride': expected ...`` in the user's own terms.
+        field, so a mistake reads ``file:4: field 'stride': expected ...`` in the user's own terms.
         """
         if not isinstance(data, dict):
             raise UserError(f"{where}: expected a mapping with 'kind', got {type(data).__name__}")
@@ -155,7 +155,7 @@ class Problem:
             return _einsum_form(data) if "dims" in data and "tensors" in data else _short_form(data)
         except FieldError as exc:
             line = lines.lines.get(exc.path) if lines is not None else None  # none for a defaulted field
-            raise UserError(f"{where}: line {line}: {exc}" if line else f"{where}: {exc}") from None
+            raise UserError(f"{where}:{line}: {exc}" if line else f"{where}: {exc}") from None
         except UserError as exc:
             raise UserError(f"{where}: {exc}") from None
 

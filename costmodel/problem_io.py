@@ -15,43 +15,27 @@ import yaml
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import Problem
-from costmodel.yamlio import LineMap, load_yaml
+from costmodel.yamlio import LineMap, load_yaml, read_text
 
 
 def load_problem(path: str | Path) -> Problem:
-    """Read one layer; ``.json`` is parsed as JSON, anything else as YAML (a superset of JSON)."""
+    """Read one layer; ``.json`` is parsed as JSON, anything else as YAML (with the line of each
+    field, for messages in the ``file:line: field`` form of the other input files)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{p}: layer file not found") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise UserError(f"{p}: cannot read layer file ({exc.__class__.__name__})") from None
-    try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{p}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise UserError(f"{p}: {where}{problem}") from None
+    if p.suffix.lower() == ".json":
+        try:
+            data, lines = json.loads(read_text(p, str(p))), None
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{p}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    else:
+        data, lines = load_yaml(p)
     if data is None:
         raise UserError(f"{p}: empty layer file (expected a mapping with 'kind')")
-    wrapped = isinstance(data, dict) and len(data) == 1 and isinstance(data.get("layer"), dict)
-    if wrapped:
+    if isinstance(data, dict) and len(data) == 1 and isinstance(data.get("layer"), dict):
         data = data["layer"]  # also accept a document wrapped as {layer: {...}}
-    lines = None if p.suffix.lower() == ".json" else _field_lines(p, wrapped)
+        if lines is not None:
+            lines = LineMap(lines.file, {k[1:]: n for k, n in lines.lines.items() if k[:1] == ("layer",)})
     return Problem.from_dict(data, where=str(p), lines=lines)
-
-
-def _field_lines(p: Path, wrapped: bool) -> LineMap:
-    """The line of each field of a YAML layer file, for messages: a second parse, of a file already known
-    to be valid YAML (a few lines), keeps the error messages above as they are."""
-    lines = load_yaml(p)[1]
-    if not wrapped:
-        return lines
-    return LineMap(lines.file, {k[1:]: n for k, n in lines.lines.items() if k[:1] == ("layer",)})
 
 
 def save_problem(problem: Problem, path: str | Path) -> Path:

@@ -56,8 +56,8 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
 def test_bad_inputs_exit_2_with_one_line(tmp_path):
     mapping = MAPPING.read_text()
     cases = [
-        (("--layer", tmp_path / "missing.yaml", "--mapping", MAPPING), "missing.yaml: layer file not found"),
-        (("--layer", _bad(tmp_path, "bad.yaml", "kind: conv2d\nc_in: [1\n"), "--mapping", MAPPING), "bad.yaml: line"),
+        (("--layer", tmp_path / "missing.yaml", "--mapping", MAPPING), "missing.yaml: cannot read file"),
+        (("--layer", _bad(tmp_path, "bad.yaml", "kind: conv2d\nc_in: [1\n"), "--mapping", MAPPING), "bad.yaml:3: YAML syntax error"),
         (("--layer", LAYER, "--mapping", _bad(tmp_path, "m1.yaml", mapping.replace("{K: 8}", "{K: 4}"))),
          "dimension K: factors multiply to 128"),
         # C 16 in the weights_spad loops: the ifmap_spad tile becomes C16 x 3 rows = 48 words > 24
