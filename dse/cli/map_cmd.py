@@ -4,9 +4,7 @@ mapping database. Tables go to stdout; the progress bar to stderr (only on a ter
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +15,7 @@ from costmodel.errors import UserError
 _OBJ = "Objective: edp, energy, latency, ed2p, or a weighted mix like 'energy:1,latency:2'."
 _MAPPER = "Mapper: fast (seeded heuristic, default) or exhaustive (provably optimal over the mapspace)."
 _BUDGET = "Fast mapper: cost-model evaluations per distinct layer shape (default 20000)."
+_SEED = typer.Option("--seed", min=0, max=2**32 - 1, help="Seed of the search.")  # numpy's seed range
 _VICTORY = ("Fast mapper: stop a layer's search after this many evaluations in a row without a better "
             "mapping (Timeloop's victory condition; default: off, the whole budget).")
 
@@ -36,20 +35,14 @@ def _fast_options(mapper: str, max_evaluations: int | None, victory: int | None)
     return opts
 
 
-def write_json_atomic(doc: dict[str, Any], path: Path) -> None:
-    """The whole document or nothing: a temp file in the same folder, then os.replace."""
-    path = Path(path)
+def _check_json_out(path: Path, model: str) -> None:
+    """Before the search, not after it: the --json file can be written and is not the model."""
+    from costmodel.atomic import check_writable, refuse_overwriting
+
     if not path.parent.exists():
         raise UserError(f"--json {path}: folder {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    check_writable(path)
+    refuse_overwriting(path, model)
 
 
 def _print_network(res: Any) -> None:
@@ -103,7 +96,7 @@ def register(app: typer.Typer) -> None:
         objective: Annotated[str, typer.Option("--objective", help=_OBJ)] = "edp",
         mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",
         layer: Annotated[str | None, typer.Option("--layer", help="Map only this layer (by name).")] = None,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the search.")] = 0,
+        seed: Annotated[int, _SEED] = 0,
         max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
         victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
         workers: Annotated[int | None, typer.Option("--workers", min=1, help="Worker processes (default: all cores).")] = None,
@@ -116,11 +109,15 @@ def register(app: typer.Typer) -> None:
         from dse.network import map_model
 
         to_stdout = json_out is not None and str(json_out) == "-"
+        if json_out is not None and not to_stdout:
+            _check_json_out(json_out, model)
         opts = _fast_options(mapper, max_evaluations, victory)
         res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,
                         db=_db_arg(db, no_db), progress=json_out is None, layer=layer, **opts)
         if json_out is not None and not to_stdout:
-            write_json_atomic(res.to_dict(), json_out)
+            from costmodel.atomic import atomic_write_text
+
+            atomic_write_text(json_out, json.dumps(res.to_dict(), indent=2) + "\n")
         if to_stdout:
             typer.echo(json.dumps(res.to_dict(), indent=2))
             return
@@ -132,7 +129,7 @@ def register(app: typer.Typer) -> None:
         layer: Annotated[Path, typer.Option("--layer", help="Layer file (YAML/JSON).")],
         objective: Annotated[str, typer.Option("--objective", help=_OBJ)] = "edp",
         mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the search.")] = 0,
+        seed: Annotated[int, _SEED] = 0,
         max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
         victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
         constraints: Annotated[Path | None, typer.Option(

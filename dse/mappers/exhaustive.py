@@ -43,8 +43,9 @@ bound equal to a mapping's cost may come out below it by floating-point rounding
 whose optimum many tilings share exactly, such near-ties would otherwise never be pruned."""
 
 
-def no_fit_error(ms: Mapspace) -> UserError:
-    """Why nothing fits: the level whose smallest possible kept tiles still overflow it."""
+def no_fit_error(ms: Mapspace, budget: int | None = None) -> UserError:
+    """Why nothing fits: the level whose smallest possible kept tiles still overflow it. When no level
+    does, a search that stopped after ``budget`` evaluations says so (a larger one may find a mapping)."""
     p, arch = ms.problem, ms.arch
     worst = None
     for rows in ms.iter_tilings(1 << 15):
@@ -57,7 +58,11 @@ def no_fit_error(ms: Mapspace) -> UserError:
             if worst[i] > ms.usable[i]]
     detail = "; ".join(f"level {n} needs at least {w} words for the tensors it must keep, usable {u}"
                        for n, w, u in over)
-    return UserError(f"{p.describe()} has no valid mapping on {arch.name}: {detail or 'capacity'}")
+    if not detail and budget is not None:
+        return UserError(f"{p.describe()} has no valid mapping on {arch.name} among the {budget:,} evaluated "
+                         "(every level can hold its smallest tiles: a larger --max-evaluations may find one)")
+    detail = detail or "no combination of tiles fits every level at once"
+    return UserError(f"{p.describe()} has no valid mapping on {arch.name}: {detail}")
 
 
 def _order_bound(ms: Mapspace, obj: Objective, state: SearchState, rows: np.ndarray, fit: np.ndarray,

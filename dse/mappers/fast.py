@@ -66,7 +66,7 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
         pop = initial(ms, rng, 4 * population, pairs)
         scores = ev(pop)
     if not np.isfinite(scores).any():
-        raise no_fit_error(ms)
+        raise no_fit_error(ms, max_evaluations)
     pop, scores = evolve(ms, moves, rng, ev, pop, scores, population, elite, generations)
     ev.budget = max_evaluations
     top = diverse(scores, pop.keep, starts)

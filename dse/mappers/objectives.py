@@ -8,6 +8,7 @@ bounds (a bound on each metric bounds the score). Limits (``max_latency_cycles``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,13 @@ class Objective:
     max_energy_pj: float | None = None
     name: str = "edp"
 
+    def __post_init__(self) -> None:
+        a, b = self.energy_weight, self.latency_weight
+        # a negative weight would search for the worst mapping; inf / nan make every score equal
+        if not (0 <= a < math.inf and 0 <= b < math.inf) or a + b <= 0:
+            raise UserError(f"objective {self.name!r}: weights must be finite and >= 0, not both 0; got "
+                            f"energy {a:g}, latency {b:g}")
+
     @classmethod
     def parse(cls, spec: str | Objective | dict[str, Any] | None, **limits: Any) -> Objective:
         """``"edp"``, ``"energy"``, ``"latency"``, ``"ed2p"``, ``"energy:1,latency:2"`` or a dict."""
@@ -42,13 +50,16 @@ class Objective:
             a, b = NAMED[key]
             return cls(a, b, name=key, **limits)
         try:
-            parts = dict(p.split(":") for p in key.split(","))
+            pairs = [p.split(":") for p in key.split(",")]
+            parts = dict(pairs)
+            if len(parts) < len(pairs):  # energy:1,energy:2
+                raise ValueError
             a, b = float(parts.pop("energy", 0)), float(parts.pop("latency", 0))
-            if parts or (a <= 0 and b <= 0):
+            if parts:
                 raise ValueError
         except ValueError:
-            raise UserError(f"objective: expected one of {sorted(NAMED)} or a mix like 'energy:1,latency:2', "
-                            f"got {spec!r}") from None
+            raise UserError(f"objective: expected one of {sorted(NAMED)} or a mix like 'energy:1,latency:2' "
+                            f"(each named once), got {spec!r}") from None
         return cls(a, b, name=key, **limits)
 
     def score(self, energy_pj: np.ndarray, latency_cycles: np.ndarray) -> np.ndarray:

@@ -89,6 +89,15 @@ BAD = [
     (("map", "no_such_model", "--hw", "tiny"), "not a zoo model"),
     (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "exhaustive", "--victory", "100", "--no-db"),
      "--victory: options of the fast mapper"),
+    # a negative weight would search for the worst mapping; inf / nan make every score equal
+    (("map", "keyword_spotting", "--hw", "tiny", "--objective", "energy:1,latency:-1", "--no-db"), "latency -1"),
+    (("map", "keyword_spotting", "--hw", "tiny", "--objective", "energy:nan", "--no-db"), "energy nan"),
+    (("map", "keyword_spotting", "--hw", "tiny", "--objective", "latency:1e400", "--no-db"), "latency inf"),
+    (("map", "keyword_spotting", "--hw", "tiny", "--objective", "energy:1,energy:2", "--no-db"), "each named once"),
+    # the --json file is checked before the search: a folder, or the model itself
+    (("map", "keyword_spotting", "--hw", "tiny", "--json", ".", "--no-db"), ".: cannot write (is a folder)"),
+    (("map", str(REPO / "pyproject.toml"), "--hw", "tiny", "--json", str(REPO / "pyproject.toml"), "--no-db"),
+     "is also an input of this command"),
 ]
 
 
@@ -117,3 +126,16 @@ def test_contradictory_constraints(tmp_path) -> None:
     layer = str(REPO / "examples/layers/small_matmul.yaml")
     r = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--constraints", str(c), "--no-db", cache=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("error:") and "W" in r.stderr, r.stderr
+
+
+def test_seed_out_of_range_is_a_usage_error(tmp_path) -> None:
+    layer = str(REPO / "examples/layers/small_matmul.yaml")
+    r = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--no-db", "--seed", "-1", cache=tmp_path)
+    assert r.returncode == 2 and "--seed" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_too_small_a_budget_says_so(tmp_path) -> None:
+    # every level can hold the smallest tiles: "capacity" would blame the wrong thing
+    layer = str(REPO / "examples/layers/small_matmul.yaml")
+    r = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--no-db", "--max-evaluations", "1", cache=tmp_path)
+    assert r.returncode == 2 and "among the 1 evaluated" in r.stderr and "--max-evaluations" in r.stderr, r.stderr
