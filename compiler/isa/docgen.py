@@ -72,7 +72,7 @@ How the compiler expresses each layer kind (all addresses are buffer rows; `L = 
 - **Depthwise conv.** VEC RMAC on the vector unit, channels in lanes: `init=1`,
   `src1_mode=tap` (one SPAD weight row per tap), the same walk as a conv (`sx=s`, `sy=s*Wt`,
   `s0=d`, `s1=d*Wt`), ACC destination; then REQUANT.
-- **Pooling.** Max: VEC RMAX `init=1` over the window taps, SPAD -> SPAD (pad with -128 via PADVAL).
+- **Pooling.** Max: VEC RMAX `init=1` over the window taps, SPAD -> SPAD on uint8 (pad with 0, the uint8 minimum, via PADVAL).
   Average (onnxruntime's float QLinearAveragePool): RFADD `init=1` over the window (DQ_ZP = x_zp,
   y = a register with x_scale; pad with x_zp via PADVAL) into ACC, FDIV by float32(n), FQUANT by
   y_scale to SPAD. Global average (MLAS, integer): RADD into ACC (more than 256 taps: several RADDs
