@@ -43,10 +43,18 @@ def _temp_beside(path: Path) -> tuple[int, str]:
 
 
 def check_writable(path: str | Path) -> None:
-    """Fails now, not after a long computation, if ``path`` cannot be written (UserError)."""
-    fd, tmp = _temp_beside(Path(path))
-    os.close(fd)
-    os.unlink(tmp)
+    """Fails now, not after a long computation, if ``path`` cannot be written (UserError). Leaves no
+    trace: the folders it had to create for the probe are removed again."""
+    path = Path(path)
+    missing = [p for p in path.parents if not p.exists()]
+    try:
+        fd, tmp = _temp_beside(path)
+        os.close(fd)
+        os.unlink(tmp)
+    finally:
+        for folder in missing:  # innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def refuse_overwriting(out: str | Path, *inputs: str | Path | None) -> None:

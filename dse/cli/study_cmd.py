@@ -53,15 +53,15 @@ def results(
     """The Pareto set of a study (and the full table as trials.csv / trials.parquet)."""
     from costmodel.errors import UserError
     from dse.study.results import objective_columns, pareto_table, trials_table, write_tables
-    from dse.study.runner import open_study
+    from dse.study.runner import read_study
 
-    study, ost = open_study(study_dir, storage)
+    study, ost = read_study(study_dir, storage)
     table = trials_table(study, ost)
-    write_tables(table, study_dir)
-    if not (table["state"] == "COMPLETE").any():
-        why = (f"its {len(table)} trials were pruned or failed: see the invalid column of trials.csv" if len(table)
-               else "run `dse sweep` first")
+    if not (table["state"] == "COMPLETE").any():  # (an error writes nothing)
+        why = (f"its {len(table)} trials were pruned or failed: their reasons are in `dse sweep`'s trials.csv"
+               if len(table) else "run `dse sweep` first")
         raise UserError(f"{study_dir}: no completed trials to show ({why})")
+    write_tables(table, study_dir)
     front = pareto_table(study, table)
     cols = ["trial", *(k.name for k in study.knobs), *objective_columns(study)[0]]
     if as_json:

@@ -11,10 +11,11 @@ and budget, so this reproduces the trial's numbers).
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from costmodel.atomic import atomic_write_bytes
 
 SECTIONS = ("summary", "pareto", "ppa", "energy", "latency", "roofline", "utilization", "area", "importance")
 MAP_SECTIONS = ("summary", "energy", "latency", "roofline", "utilization", "area")
@@ -35,10 +36,10 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     from dse.report.html import Section, render
     from dse.study.design import evaluate_design, load_layers
     from dse.study.results import objective_columns, pareto_table, trials_table
-    from dse.study.runner import open_study
+    from dse.study.runner import read_study
 
     study_dir, output = Path(study_dir), Path(output)
-    study, ost = open_study(study_dir, storage)
+    study, ost = read_study(study_dir, storage)
     table = trials_table(study, ost)
     if not len(table) or not (table["state"] == "COMPLETE").any():
         raise UserError(f"{study_dir}: no completed trials to report (run `dse sweep` first)")
@@ -51,18 +52,23 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     design = evaluate_design(study, load_layers(study), {k.name: row[k.name] for k in study.sampled_knobs})
     assert design.arch is not None
     area = dict(area_breakdown(design.arch))
-    importance = main_effects(table, [k.name for k in study.sampled_knobs], objectives)
+    # each design once: a revisited design (same_as) would weigh its knob values twice
+    importance = main_effects(table[table["same_as"].isna()], [k.name for k in study.sampled_knobs], objectives)
 
     ppa_cols = ["trial", *knobs, *dict.fromkeys([*objectives, "area_mm2", "power_mw", "latency_ms",
                                                  "energy_uj", "utilization"])]
     ppa = front[ppa_cols].head(30)
     metric_fmt = {c: "{:.4g}" for c in ppa_cols if c not in ("trial", *knobs)}
     n_feas = int(table["feasible"].sum())
+    m = study.spec.mapper
+    workloads = ", ".join(f"{w.name} ({w.model or f'{len(w.layers or [])} inline layers'})"
+                          for w in study.spec.workloads)
     summary = (f"{len(table)} trials ({(table['state'] == 'COMPLETE').sum()} completed, "
                f"{(table['state'] == 'PRUNED').sum()} invalid designs, {n_feas} feasible); "
                f"Pareto set: {len(front)} designs. Sampler {study.spec.sampler.kind}, seed "
-               f"{study.spec.sampler.seed}; hardware template {study.hw_source.name}; workloads "
-               f"{', '.join(study.workload_names)}. Breakdowns below are of trial {int(row['trial'])} "
+               f"{study.spec.sampler.seed}; hardware template {study.hw_source.name}; workloads {workloads}; "
+               f"{m.mapper} mapper, objective {m.objective}, budget {m.max_evaluations:,} evaluations per "
+               f"layer shape, seed {m.seed}. Breakdowns below are of trial {int(row['trial'])} "
                f"({plots.knob_label(row, knobs)}).")
     design_secs = _design_sections(design.layers, design.arch, area, files_dir(output))
     sections = [
@@ -70,13 +76,13 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
         Section("pareto", "Pareto front", "Feasible designs coloured by area; grey: infeasible.",
                 png=_render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs),
                             files_dir(output))),
-        Section("ppa", "PPA summary of the Pareto designs", "", ppa.style.format(metric_fmt).hide(axis="index")
-                .to_html()),
+        Section("ppa", "PPA summary of the Pareto designs", "", ppa.style.set_uuid("ppa").format(metric_fmt)
+                .hide(axis="index").to_html()),
         *design_secs,
         Section("importance", "Knob importance", "Main-effect share of each objective's (log) variance.",
                 png=_render("importance", lambda: plots.knob_importance(importance), files_dir(output))),
     ]
-    _atomic_bytes(output, render(f"Study report: {study.name}", sections).encode("utf-8"))
+    atomic_write_bytes(output, render(f"Study report: {study.name}", sections).encode("utf-8"))
     return output
 
 
@@ -94,11 +100,12 @@ def _render(name: str, draw: Callable[[], Any], folder: Path) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with plt.style.context("default"):
+    # a fixed salt: the SVGs' clip-path ids are then the same on every run (byte-identical reports)
+    with plt.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "accel-dse"}):
         fig = draw()
         data, svg = _save(fig, "png"), _save(fig, "svg")
-    _atomic_bytes(folder / f"{name}.png", data)
-    _atomic_bytes(folder / f"{name}.svg", svg)
+    atomic_write_bytes(folder / f"{name}.png", data)
+    atomic_write_bytes(folder / f"{name}.svg", svg)
     return data
 
 
@@ -136,27 +143,25 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
     try:
         doc = json.loads(src.read_text())
         arch = load_architecture(hw or doc["hw"])
-        rows = doc["layers"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise UserError(f"{src}: not a `dse map --json` document ({exc})") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{src}: not a `dse map --json` document ({type(exc).__name__}: {exc})") from None
     if arch.fingerprint() != doc.get("config_fingerprint"):
         raise UserError(f"{src}: was mapped on a different config than {arch.source} (fingerprints "
                         f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one with --hw")
-    layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in rows
-                                          if x.get("latency_cycles") or x.get("energy_pj")]}
-    summary = (f"{doc.get('model')} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
-               f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
-               f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, seed {doc.get('seed')}).")
+    try:  # a document cut or edited by hand: a missing key is the user's, not a crash
+        layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in doc["layers"]
+                                              if x.get("latency_cycles") or x.get("energy_pj")]}
+        objective = doc.get("objective") or {}
+        summary = (f"{doc.get('model')} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
+                   f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
+                   f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, objective "
+                   f"{objective.get('name') if isinstance(objective, dict) else objective}, seed {doc.get('seed')}).")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"{src}: not a complete `dse map --json` document ({type(exc).__name__}: {exc})") from None
     sections = [Section("summary", "Summary", summary),
                 *_design_sections(layers, arch, dict(area_breakdown(arch)), files_dir(output))]
-    _atomic_bytes(output, render(f"Design report: {doc.get('model')} on {arch.name}", sections).encode("utf-8"))
+    atomic_write_bytes(output, render(f"Design report: {doc.get('model')} on {arch.name}", sections).encode("utf-8"))
     return output
-
-
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 __all__ = ["MAP_SECTIONS", "SECTIONS", "write_map_report", "write_report"]

@@ -54,7 +54,7 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from dse.report import _atomic_bytes
+    from costmodel.atomic import atomic_write_bytes
 
     title, sections = parse_report(Path(report_html).read_text())
     texts = [s for s in sections if s.png is None]
@@ -96,5 +96,5 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
     out = Path(output)
-    _atomic_bytes(out, buf.getvalue())
+    atomic_write_bytes(out, buf.getvalue())
     return out

@@ -41,7 +41,8 @@ def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str]
     x_name, y_name = (objectives[0], objectives[1]) if len(objectives) > 1 else ("trial", objectives[0])
     bad = done[~done["feasible"]]
     ok = done[done["feasible"]]
-    ax.scatter(bad[x_name], bad[y_name], c="0.75", s=18, label="infeasible")
+    if len(bad):
+        ax.scatter(bad[x_name], bad[y_name], c="0.75", s=18, label="infeasible")
     if len(ok):
         sc = ax.scatter(ok[x_name], ok[y_name], c=ok["area_mm2"], cmap="viridis", s=22, label="feasible")
         fig.colorbar(sc, ax=ax, label="area (mm²)")
@@ -51,11 +52,20 @@ def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str]
         for _, row in f.head(12).iterrows():
             ax.annotate(knob_label(row, knobs), (row[x_name], row[y_name]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel(x_name)
-    ax.set_ylabel(y_name)
+    ax.set_xlabel(metric_label(x_name))
+    ax.set_ylabel(metric_label(y_name))
     ax.set_title("Designs and Pareto front")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="best")  # not a fixed corner: minimised objectives put dominated designs top right
     return fig
+
+
+_UNITS = {"mw": "mW", "ms": "ms", "uj": "µJ", "mm2": "mm²", "pj": "pJ", "s": "s", "mj": "mJ"}
+
+
+def metric_label(name: str) -> str:
+    """``power_mw`` -> ``power (mW)``: an axis label with its unit, from the metric's suffix."""
+    stem, _, unit = name.rpartition("_")
+    return f"{stem.replace('_', ' ')} ({_UNITS[unit]})" if stem and unit in _UNITS else name
 
 
 MAX_LAYER_LABELS = 48  # beyond this, tick labels overlap at 6 pt on an 800 px figure

@@ -183,6 +183,17 @@ def open_study(out: str | Path, storage: str | None = None) -> tuple[Study, optu
     return study, create(study, open_storage(Path(out), storage))
 
 
+def read_study(out: str | Path, storage: str | None = None) -> tuple[Study, optuna.Study]:
+    """As :func:`open_study` for ``dse results`` / ``dse report``, which only read: the optuna study is
+    loaded, never created (creating appends a record to the journal on every read)."""
+    study = load_study_dir(out)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        return study, optuna.load_study(study_name=study.spec.name, storage=open_storage(Path(out), storage))
+    except KeyError:
+        raise UserError(f"{out}: holds no trials of study {study.spec.name!r} yet (run `dse sweep` first)") from None
+
+
 class _Enough:
     """Stop once finished + running trials reach the target. Sweeps on other machines sharing the
     storage count too; each checks before starting a trial, so the total can overshoot only when two

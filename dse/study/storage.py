@@ -65,7 +65,8 @@ def open_storage(out: Path, url: str | None) -> optuna.storages.BaseStorage:
         url = note.read_text().strip() if note.exists() else None
     if is_journal(url):
         path = Path(url) if url else out / JOURNAL
-        check_writable(path)  # creates the folder; a file in the way or no permission: UserError
+        check_writable(path)  # a file in the way or no permission: UserError
+        path.parent.mkdir(parents=True, exist_ok=True)
         return _journal_storage(path)
     assert url is not None
     try:

@@ -141,3 +141,45 @@ def test_layer_axis_labels_stay_readable(counts: tuple[int, ...], labelled: int)
     flat = [f"{w}/{x.name}" if len(counts) > 1 else x.name for w, xs in layers.items() for x in xs]
     assert names == flat[::step]
     assert [t.get_text().strip() for t in ax.texts] == (list(layers) if len(counts) > 1 else [])
+
+
+def test_rerun_is_byte_identical_and_reads_do_not_write(report: Path) -> None:
+    """A review needs the same files from the same trials: the HTML's table id and the SVGs' clip
+    ids are fixed. `dse report` and `dse results` only read the study: its journal is unchanged."""
+    folder = report.parent.parent / "out"
+    journal = (folder / "study.journal").read_bytes()
+    again = report.parent.parent / "again" / "report.html"
+    r = CliRunner().invoke(study_app(), ["report", str(folder), "-o", str(again)])
+    assert r.exit_code == 0, r.output
+    assert again.read_bytes() == report.read_bytes()
+    for f in sorted((report.parent / "report_files").glob("*.svg")):
+        assert (again.parent / "report_files" / f.name).read_bytes() == f.read_bytes(), f.name
+    assert CliRunner().invoke(study_app(), ["results", str(folder)]).exit_code == 0
+    assert (folder / "study.journal").read_bytes() == journal
+
+
+def test_summary_names_models_mapper_and_objective(report: Path) -> None:
+    html = report.read_text()
+    assert "fast mapper, objective edp, budget" in html and "seed 0" in html
+
+
+@pytest.mark.parametrize("text", ["[]", "{", "no layers"])
+def test_broken_map_document_is_one_error_and_no_output(tmp_path: Path, text: str) -> None:
+    import json
+
+    from costmodel.arch import load_architecture
+
+    if text == "no layers":  # the right config, the rest cut off
+        text = json.dumps({"hw": "tiny", "config_fingerprint": load_architecture("tiny").fingerprint()})
+    src = tmp_path / "map.json"
+    src.write_text(text)
+    r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(tmp_path / "out" / "d.html")])
+    assert r.exit_code != 0 and "map --json" in str(r.exception), r.output
+    assert not (tmp_path / "out").exists()  # the probe of the output path left no folder behind
+
+
+def test_metric_axis_labels_carry_units() -> None:
+    from dse.report.plots import metric_label
+
+    assert [metric_label(n) for n in ("power_mw", "latency_ms", "area_mm2", "edp")] == \
+        ["power (mW)", "latency (ms)", "area (mm²)", "edp"]
