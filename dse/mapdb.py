@@ -9,7 +9,8 @@ search's record (mappings evaluated, seconds).
 
 Several processes may read and write at once: WAL journal mode, a 30 s busy timeout, and one
 ``INSERT OR REPLACE`` per result (a row is complete or absent). Location: ``db=`` / ``--db PATH``,
-else ``$ACCEL_DSE_CACHE/mappings.sqlite``, else ``~/.cache/accel-dse/mappings.sqlite``.
+else ``$ACCEL_DSE_CACHE/mappings.sqlite``, else ``~/.cache/accel-dse/mappings.sqlite``. A file that
+is damaged or not this tool's database is a UserError naming it; a row that does not decode is a miss.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import functools
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
+
+from costmodel.errors import UserError
 
 if TYPE_CHECKING:
     from costmodel.problem import Problem
@@ -44,6 +48,9 @@ CREATE TABLE IF NOT EXISTS mappings (
     search_seconds REAL NOT NULL,
     created REAL NOT NULL
 )"""
+_COLUMNS = tuple(re.findall(r"^ +(\w+) ", _SCHEMA, re.MULTILINE))  # in order: ``put`` inserts by position
+_DAMAGED = frozenset({sqlite3.SQLITE_ERROR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+"""SQLite result codes of a file that is not this tool's database (wrong schema) or is corrupt."""
 
 
 def canonical(data: Any) -> str:
@@ -102,15 +109,37 @@ class MappingDB:
     """A SQLite file of best mappings (safe for concurrent processes)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        from costmodel.errors import UserError
-
         self.path = Path(path) if path is not None else default_path()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._setup()
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"{self.path}: cannot open the mapping database ({exc})") from None
+        try:
+            self._setup()
+            columns = tuple(row[1] for row in self._con.execute("PRAGMA table_info(mappings)"))
+        except sqlite3.Error as exc:
+            self._con.close()
+            raise self._error(exc, "open") from None
+        if columns != _COLUMNS:  # another tool's table: fail now, not after the search
+            self._con.close()
+            raise self._damaged(f"its table 'mappings' has columns {', '.join(columns)}")
+
+    def _damaged(self, reason: object) -> UserError:
+        """A damaged or foreign file is the user's to replace; say so rather than show sqlite's traceback."""
+        return UserError(f"{self.path}: not a mapping database of this tool, or damaged ({reason}); "
+                         f"delete it or pass another --db")
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> UserError:
+        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _DAMAGED:
+            return self._damaged(exc)
+        return UserError(f"{self.path}: cannot {doing} the mapping database ({exc})")
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        try:
+            return self._con.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "use") from None
 
     def _setup(self) -> None:
         """Switch to WAL and create the table, retrying while another process does the same.
@@ -131,21 +160,26 @@ class MappingDB:
                 time.sleep(0.05)
 
     def get(self, key: SearchKey) -> Stored | None:
-        row = self._con.execute("SELECT mapping, metrics, mappings_evaluated, search_seconds FROM mappings "
-                                "WHERE key = ?", (key.digest,)).fetchone()
+        """The stored answer, or None; a row that does not decode is a miss (``put`` replaces it)."""
+        row = self._run("SELECT mapping, metrics, mappings_evaluated, search_seconds FROM mappings "
+                        "WHERE key = ?", (key.digest,)).fetchone()
         if row is None:
             return None
-        return Stored(json.loads(row[0]), json.loads(row[1]), int(row[2]), float(row[3]))
+        try:
+            stored = Stored(json.loads(row[0]), json.loads(row[1]), int(row[2]), float(row[3]))
+        except (TypeError, ValueError):
+            return None
+        return stored if isinstance(stored.mapping, dict) and isinstance(stored.metrics, dict) else None
 
     def put(self, key: SearchKey, problem: Problem, stored: Stored) -> None:
-        self._con.execute(
+        self._run(
             "INSERT OR REPLACE INTO mappings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (key.digest, key.layer_signature, key.config_fingerprint, key.objective, key.mapper, model_version(),
              canonical(problem.to_dict()), canonical(stored.mapping), canonical(stored.metrics),
              stored.mappings_evaluated, stored.search_seconds, time.time()))
 
     def __len__(self) -> int:
-        return int(self._con.execute("SELECT COUNT(*) FROM mappings").fetchone()[0])
+        return int(self._run("SELECT COUNT(*) FROM mappings").fetchone()[0])
 
     def close(self) -> None:
         self._con.close()

@@ -20,6 +20,8 @@ from compiler.frontend.reading import FOLD_LIMIT, weight_inputs
 from costmodel.errors import UserError
 
 MAX_ROUNDS = 8
+_DEFAULT_GRAPH_NAMES = frozenset({"", "main_graph", "torch_jit", "torch-jit-export"})
+"""Graph names PyTorch's exporters give every model (current, 1.x and older TorchScript exports)."""
 _SHAPE_OPS = frozenset({"Shape", "Size"})
 _EXPANDING = frozenset({"ConstantOfShape", "Expand", "Tile", "Range", "Resize", "Upsample", "Pad"})
 _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -64,9 +66,15 @@ def resolve(model: Any, path: Path, allow_unsupported: bool,
                 producers[o] = (node.name, tuple(node.input))
     initialized = {t.name for t in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in initialized and i.name not in weights]
-    return Graph(name=model.graph.name or path.stem, path=str(path), opset=opset, nodes=list(model.graph.node),
+    return Graph(name=_model_name(model.graph.name, path), path=str(path), opset=opset, nodes=list(model.graph.node),
                  tensors=tensors, inputs=inputs, outputs=[o.name for o in model.graph.output],
                  static_producers=producers, bits=bits)
+
+
+def _model_name(graph_name: str, path: Path) -> str:
+    """The graph's name, unless it is empty or an exporter's default (every PyTorch export would be
+    called ``main_graph``): then the file's stem."""
+    return path.stem if graph_name in _DEFAULT_GRAPH_NAMES else graph_name
 
 
 def _static_names(model: Any, weights: set[str]) -> set[str]:

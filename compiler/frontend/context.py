@@ -32,6 +32,12 @@ class Context:
     def where(self, node: Any) -> str:
         return f"{self.graph.path}: node {node.name!r} ({node.op_type})"
 
+    def fixed_dims_hint(self) -> str:
+        """The likely cause of a shape mistake in a model exported with dynamic axes ("" if none were)."""
+        fixed = self.graph.fixed_dims
+        return (f"; the symbolic input dims {', '.join(fixed)} were fixed to 1: export the model with static "
+                f"shapes, or pass input_shapes= to import_onnx") if fixed else ""
+
     def shape(self, node: Any, tensor: str) -> tuple[int, ...]:
         shape = self.graph.info(tensor).shape
         if shape is None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
+from costmodel.atomic import atomic_write_bytes, check_writable
 from costmodel.errors import UserError
 
 MIN_DYNAMO_OPSET = 18
@@ -23,7 +24,11 @@ MIN_DYNAMO_OPSET = 18
 
 def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo: bool = True,
                 opset: int = 20) -> Path:
-    """Export ``module`` (in eval mode, no grad) to one self-contained ONNX file at ``path``."""
+    """Export ``module`` (in eval mode, no grad) to one self-contained ONNX file at ``path``.
+
+    An unwritable ``path`` fails before the (slow) export; the exporter writes into a scratch folder
+    beside ``path`` (sidecars included), and the file is moved in only when complete.
+    """
     import torch
 
     path = Path(path)
@@ -31,29 +36,29 @@ def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo:
         raise UserError(f"export {path}: the dynamo exporter needs opset >= {MIN_DYNAMO_OPSET}, got {opset}")
     if not isinstance(example_inputs, tuple):
         example_inputs = (example_inputs,)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    check_writable(path)
+    path.parent.mkdir(parents=True, exist_ok=True)  # check_writable leaves no folder behind
     was_training = module.training
     module.eval()
     try:
-        with torch.no_grad(), _quiet():
-            if dynamo:
-                torch.onnx.export(module, example_inputs, str(tmp), dynamo=True, external_data=False,
-                                  opset_version=opset, optimize=True, verbose=False)
-            else:
-                torch.onnx.export(module, example_inputs, str(tmp), dynamo=False, opset_version=opset,
-                                  do_constant_folding=True)
-        os.replace(tmp, path)
-    except Exception as exc:
-        which = "dynamo" if dynamo else "TorchScript"
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UserError(f"export {path}: the {which} exporter failed on {type(module).__name__}: {first}") from exc
+        with tempfile.TemporaryDirectory(prefix=f".{path.name}.", dir=path.parent) as scratch:
+            tmp = Path(scratch) / path.name
+            try:
+                with torch.no_grad(), _quiet():
+                    if dynamo:
+                        torch.onnx.export(module, example_inputs, str(tmp), dynamo=True, external_data=False,
+                                          opset_version=opset, optimize=True, verbose=False)
+                    else:
+                        torch.onnx.export(module, example_inputs, str(tmp), dynamo=False, opset_version=opset,
+                                          do_constant_folding=True)
+            except Exception as exc:
+                which = "dynamo" if dynamo else "TorchScript"
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise UserError(f"export {path}: the {which} exporter failed on {type(module).__name__}: "
+                                f"{first}") from exc
+            atomic_write_bytes(path, tmp.read_bytes())
     finally:
         module.train(was_training)
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        with contextlib.suppress(FileNotFoundError):
-            Path(str(tmp) + ".data").unlink()
     return path
 
 

@@ -18,6 +18,7 @@ from compiler.frontend.reading import fix_input_dims, read_model, skeletonize_we
 from compiler.frontend.vector_layers import build_host, build_layout, build_quant, build_vector
 from compiler.frontend.workload import Layer, Workload
 from costmodel.errors import UserError
+from costmodel.problem import FieldError
 
 _BUILDERS = {"mac": build_mac, "vector": build_vector, "layout": build_layout, "quant": build_quant,
              None: build_host}
@@ -35,24 +36,33 @@ def import_onnx(path: str | Path, *, allow_unsupported: bool = False,
     symbolic dims, host fallbacks) are issued with :func:`warnings.warn` and kept in ``.warnings``.
     """
     path = Path(path)
-    prefix = f"{path}:"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model = read_model(path)
-        producers = constants_to_initializers(model)
-        skeletonize_weights(model, path)
-        fixed = fix_input_dims(model, path, input_shapes)
-        graph = resolve(model, path, allow_unsupported, producers)
-        graph.fixed_dims = fixed
-        workload = build_workload(graph, allow_unsupported)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = read_model(path)
+            producers = constants_to_initializers(model)
+            skeletonize_weights(model, path)
+            fixed = fix_input_dims(model, path, input_shapes)
+            graph = resolve(model, path, allow_unsupported, producers)
+            graph.fixed_dims = fixed
+            workload = build_workload(graph, allow_unsupported)
+    finally:  # also before an error: a warning (symbolic dims fixed to 1) often explains it
+        notes = _reissue(caught, f"{path}:")
+    workload.warnings.extend(notes)
+    return workload
+
+
+def _reissue(caught: list[warnings.WarningMessage], prefix: str) -> list[str]:
+    """Warn again outside the recording block; return the importer's own warnings (``prefix``...)."""
+    notes = []
     for w in caught:
         text = str(w.message)
         if text.startswith(prefix):
-            workload.warnings.append(text)
-            warnings.warn(text, UserWarning, stacklevel=2)
+            notes.append(text)
+            warnings.warn(text, UserWarning, stacklevel=3)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return workload
+    return notes
 
 
 def build_workload(graph: Graph, allow_unsupported: bool = False) -> Workload:
@@ -66,6 +76,8 @@ def build_workload(graph: Graph, allow_unsupported: bool = False) -> Workload:
         kind = kind_of(node.op_type, node.domain, indices_static)
         try:
             layers.extend(_BUILDERS[kind](ctx, node))
+        except FieldError as exc:  # a Problem constructor's complaint knows neither the file nor the node
+            raise UserError(f"{ctx.where(node)}: {exc}{ctx.fixed_dims_hint()}") from None
         except UnsupportedVariant as exc:
             if not allow_unsupported:
                 raise UserError(f"{exc} (--allow-unsupported makes it a zero-cost host layer)") from None

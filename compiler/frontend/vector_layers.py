@@ -32,11 +32,8 @@ def build_layout(ctx: Context, node: Any) -> list[Layer]:
     if node.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and layer.input_shapes:
         before, after = math.prod(layer.input_shapes[0]), math.prod(layer.output_shapes[0])
         if before != after:
-            fixed = ctx.graph.fixed_dims
-            hint = (f"; the symbolic input dims set to 1 ({', '.join(fixed)}) are baked in elsewhere in the model: "
-                    f"pass input_shapes= or export with static shapes") if fixed else ""
             raise UserError(f"{ctx.where(node)}: reshapes {before} elements into {list(layer.output_shapes[0])} "
-                            f"({after} elements){hint}")
+                            f"({after} elements){ctx.fixed_dims_hint()}")
     return [layer]
 
 

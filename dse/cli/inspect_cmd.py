@@ -26,12 +26,14 @@ def register(app: typer.Typer) -> None:
         """Layers of a model: kind, op, loop dims, MACs, parameters, tensor shapes; and totals."""
         from dse.api import load_workload
 
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UserWarning)
-            workload = load_workload(model, allow_unsupported=allow_unsupported)
-        for w in caught:
-            if issubclass(w.category, UserWarning):
-                print(f"warning: {w.message}", file=sys.stderr)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UserWarning)
+                workload = load_workload(model, allow_unsupported=allow_unsupported)
+        finally:  # before an error too: "symbolic input dims fixed to 1" may be its cause
+            for w in caught:
+                if issubclass(w.category, UserWarning):
+                    print(f"warning: {w.message}", file=sys.stderr)
         if as_json:
             sys.stdout.write(json.dumps(workload.to_dict(), indent=1) + "\n")
             return

@@ -39,9 +39,11 @@ def _export(
     legacy: Annotated[bool, typer.Option("--legacy", help="Use torch's TorchScript exporter (faster).")] = False,
 ) -> None:
     """Export a zoo model to ONNX (seeded random weights, opset 20)."""
+    from costmodel.atomic import check_writable
     from dse import workloads
 
     workloads.info(name)   # unknown name -> UserError listing the names, before torch loads
+    check_writable(output)  # likewise an output that cannot be written
     path = workloads.export(name, output, dynamo=not legacy)
     typer.echo(f"wrote {path}", err=True)
 

@@ -122,20 +122,18 @@ def parse_entries(entries: Any, level_names: tuple[str, ...], where: str) -> dic
 
 
 def load_constraints_file(path: str | Path) -> list[dict[str, Any]]:
-    """A user's constraints YAML: a list of entries, or a mapping with a ``constraints`` list."""
-    import yaml
+    """A user's constraints YAML: a list of entries, or a mapping with a ``constraints`` list.
 
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise UserError(f"{p}: cannot read constraints file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"{p}: not valid YAML ({exc})") from None
+    Read like every hand-edited file (:func:`~costmodel.yamlio.load_yaml`): unreadable, non-UTF-8 or
+    malformed text is one line naming the file and line.
+    """
+    from costmodel.yamlio import load_yaml
+
+    data, lines = load_yaml(path)
     if isinstance(data, dict):
         data = data.get("constraints")
     if not isinstance(data, list):
-        raise UserError(f"{p}: expected a list of per-level constraint entries (or 'constraints: [...]')")
+        raise UserError(f"{lines.file}: expected a list of per-level constraint entries (or 'constraints: [...]')")
     return data
 
 

@@ -55,4 +55,6 @@ def load(name: str, *, dynamo: bool = True) -> Workload:
     path = cached_path(name, dynamo)
     if not path.exists():
         export(name, path, dynamo=dynamo)
-    return import_onnx(path)
+    workload = import_onnx(path)
+    workload.name = name  # not the cache file's stem
+    return workload

@@ -19,10 +19,11 @@ def weight(name: str, *shape: int, dtype=np.float32, seed: int = 0) -> onnx.Tens
     return const(name, np.random.default_rng(seed).standard_normal(shape).astype(dtype))
 
 
-def save(path: Path, nodes, inputs, outputs, initializers=(), opset: int = 17, ir: int = 8) -> Path:
+def save(path: Path, nodes, inputs, outputs, initializers=(), opset: int = 17, ir: int = 8,
+         graph_name: str = "handmade") -> Path:
     """Build, check and write a model; ``inputs``/``outputs`` are (name, elem_type, shape) triples."""
     graph = helper.make_graph(
-        nodes, "handmade",
+        nodes, graph_name,
         [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=list(initializers),

@@ -1,0 +1,40 @@
+"""A user's --constraints file that cannot be read as YAML: one line naming the file and line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from costmodel.errors import UserError
+from dse.mapspace.constraints import load_constraints_file
+
+REPO = Path(__file__).resolve().parents[2]
+BAD = {
+    "latin1.yaml": (b"- level: rf\n  order: [C]  # r\xe9glage\n", ":2: expected UTF-8 text, got byte 0xe9"),
+    "syntax.yaml": (b"- level: rf\n  order: [C\n - x: : y\n", ":3: YAML syntax error"),
+    "scalar.yaml": (b"just words\n", ": expected a list of per-level constraint entries"),
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_bad_file_is_one_line_with_its_place(tmp_path: Path, name: str) -> None:
+    data, where = BAD[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(UserError) as err:
+        load_constraints_file(path)
+    assert str(err.value).startswith(f"{path}{where}") and "\n" not in str(err.value)
+
+
+def test_cli_exits_2_without_traceback(tmp_path: Path) -> None:
+    data, where = BAD["latin1.yaml"]
+    path = tmp_path / "c.yaml"
+    path.write_bytes(data)
+    proc = subprocess.run([sys.executable, "-c", "from dse.cli import main; main()", "best-mapping", "--hw", "tiny",
+                           "--layer", "examples/layers/small_matmul.yaml", "--no-db", "--constraints", str(path)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and f"{path}{where}" in proc.stderr

@@ -1,0 +1,84 @@
+"""A mapping database that is damaged, another tool's, or holds rows that do not decode: one line, or a miss."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from costmodel.errors import UserError
+from costmodel.problem import matmul
+from dse.mapdb import MappingDB, SearchKey, Stored, layer_signature
+from tests.network.helpers import REPO
+
+PROBLEM = matmul(8, 16, 12)
+KEY = SearchKey(layer_signature(PROBLEM), "f" * 16, '{"name":"edp"}', '{"mapper":"fast","seed":0}')
+ROW = Stored({"levels": []}, {"energy_pj": 1.0}, 10, 0.5)
+
+
+def _valid(path: Path) -> Path:
+    with MappingDB(path) as db:
+        db.put(KEY, PROBLEM, ROW)
+    return path
+
+
+def _sql(path: Path, statement: str) -> None:
+    con = sqlite3.connect(path)
+    con.execute(statement)
+    con.commit()
+    con.close()
+
+
+def _corrupt(path: Path) -> Path:
+    """A valid file with everything after its first page (header and schema) replaced by noise."""
+    _valid(path)
+    with path.open("r+b") as fh:
+        fh.seek(4096)
+        fh.write(random.Random(0).randbytes(path.stat().st_size - 4096))
+    return path
+
+
+def _foreign(path: Path) -> Path:
+    _sql(path, "CREATE TABLE mappings(x)")
+    return path
+
+
+@pytest.mark.parametrize("make, reason", [(_corrupt, "malformed"), (_foreign, "columns x")])
+def test_damaged_or_foreign_file_is_one_user_error(tmp_path: Path, make, reason: str) -> None:
+    path = make(tmp_path / "m.sqlite")
+    with pytest.raises(UserError) as err, MappingDB(path) as db:
+        db.get(KEY)
+    text = str(err.value)
+    assert text.startswith(f"{path}: not a mapping database of this tool, or damaged") and reason in text
+    assert "delete it or pass another --db" in text and "\n" not in text
+
+
+@pytest.mark.parametrize("column, value", [("metrics", "'not json'"), ("mapping", "'[1, 2]'"),
+                                           ("mappings_evaluated", "'many'")])
+def test_row_that_does_not_decode_is_a_miss_and_is_overwritten(tmp_path: Path, column: str, value: str) -> None:
+    path = _valid(tmp_path / "m.sqlite")
+    _sql(path, f"UPDATE mappings SET {column} = {value}")
+    with MappingDB(path) as db:
+        assert db.get(KEY) is None
+        db.put(KEY, PROBLEM, ROW)
+        assert db.get(KEY) == ROW and len(db) == 1
+
+
+def test_cli_names_the_db_file_and_exits_2(tmp_path: Path) -> None:
+    path = _corrupt(tmp_path / "m.sqlite")
+    before = path.read_bytes()
+    proc = subprocess.run([sys.executable, "-c", "from dse.cli import main; main()", "best-mapping", "--hw", "tiny",
+                           "--layer", "examples/layers/small_matmul.yaml", "--db", str(path)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""
+    assert proc.stderr.splitlines() == [proc.stderr.strip()] and f"error: {path}: not a mapping database" in proc.stderr
+    assert path.read_bytes() == before  # the user's file is left for them to inspect or delete
+
+
+def test_a_folder_still_cannot_be_opened(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"cannot open the mapping database"):
+        MappingDB(tmp_path)
