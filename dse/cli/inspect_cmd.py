@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from dse.cli.messages import user_warnings_as_lines
 
 if TYPE_CHECKING:
     from compiler.frontend.workload import Workload
@@ -26,14 +27,8 @@ def register(app: typer.Typer) -> None:
         """Layers of a model: kind, op, loop dims, MACs, parameters, tensor shapes; and totals."""
         from dse.api import load_workload
 
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", UserWarning)
-                workload = load_workload(model, allow_unsupported=allow_unsupported)
-        finally:  # before an error too: "symbolic input dims fixed to 1" may be its cause
-            for w in caught:
-                if issubclass(w.category, UserWarning):
-                    print(f"warning: {w.message}", file=sys.stderr)
+        with user_warnings_as_lines():
+            workload = load_workload(model, allow_unsupported=allow_unsupported)
         if as_json:
             sys.stdout.write(json.dumps(workload.to_dict(), indent=1) + "\n")
             return

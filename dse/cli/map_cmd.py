@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from costmodel.errors import UserError
+from dse.cli.messages import user_warnings_as_lines
 
 _OBJ = "Objective: edp, energy, latency, ed2p, or a weighted mix like 'energy:1,latency:2'."
 _MAPPER = "Mapper: fast (seeded heuristic, default) or exhaustive (provably optimal over the mapspace)."
@@ -112,8 +113,9 @@ def register(app: typer.Typer) -> None:
         if json_out is not None and not to_stdout:
             _check_json_out(json_out, model)
         opts = _fast_options(mapper, max_evaluations, victory)
-        res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,
-                        db=_db_arg(db, no_db), progress=json_out is None, layer=layer, **opts)
+        with user_warnings_as_lines():
+            res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,
+                            db=_db_arg(db, no_db), progress=json_out is None, layer=layer, **opts)
         if json_out is not None and not to_stdout:
             from costmodel.atomic import atomic_write_text
 

@@ -139,3 +139,21 @@ def test_too_small_a_budget_says_so(tmp_path) -> None:
     layer = str(REPO / "examples/layers/small_matmul.yaml")
     r = run_dse("best-mapping", "--hw", "tiny", "--layer", layer, "--no-db", "--max-evaluations", "1", cache=tmp_path)
     assert r.returncode == 2 and "among the 1 evaluated" in r.stderr and "--max-evaluations" in r.stderr, r.stderr
+
+
+def test_import_warnings_are_one_line_each(tmp_path) -> None:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 8, 3, 3), np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="c")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, "H", "W"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    path = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    r = run_dse("map", str(path), "--hw", "tiny", "--no-db", cache=tmp_path)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "UserWarning" not in r.stderr, r.stderr
+    assert lines[0].startswith("warning: ") and "symbolic input dims fixed to 1" in lines[0]
+    assert lines[-1].startswith("error: ") and "node 'c' (Conv)" in lines[-1] and len(lines) == 2
