@@ -142,7 +142,10 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
         check_writable(path)
     refuse_overwriting(out, model)
     refuse_overwriting(map_out, model)
-    compiled = compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=qdq_out)
+    same = Path(model).exists() and Path(model).resolve() == qdq_out.resolve()  # m.q.onnx -o m.axb
+    compiled = compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=None if same else qdq_out)
+    if same:  # the input is already the reference: keep the user's file as it is
+        compiled.qdq_model = qdq_out
     write_binary(compiled.program, out)
     mapped = [{k: lay[k] for k in ("node", "op", "tiles", "tiling", "problem", "mapping", "analytical_cycles")}
               for lay in compiled.layers if "mapping" in lay]

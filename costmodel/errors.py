@@ -7,3 +7,12 @@ traceback.
 
 class UserError(Exception):
     """A mistake in the user's input; the message says what, where, and what was expected."""
+
+
+class FieldError(UserError):
+    """A mistake in one field (a layer's ``stride``, a config's ``levels[1].capacity``); ``path`` says
+    where, so the code that knows the file can add it and the field's line."""
+
+    def __init__(self, path: str | tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path: tuple[str | int, ...] = (path,) if isinstance(path, str) else tuple(path)

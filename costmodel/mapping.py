@@ -282,16 +282,10 @@ class Mapping:
 
 def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapping:
     """Read a YAML/JSON mapping file and validate it against the layer and the config."""
-    from costmodel.yamlio import load_yaml, read_text
+    from costmodel.yamlio import load_data
 
     path = Path(path)
-    if path.suffix == ".json":
-        try:
-            data = json.loads(read_text(path, str(path)))
-        except ValueError as exc:  # its text gives the line and column
-            raise UserError(f"{path}: not valid JSON: {exc}") from None
-    else:
-        data, _ = load_yaml(path)
+    data, _ = load_data(path)
     mapping = Mapping.from_dict(data, arch, where=str(path))
     mapping.validate(problem, arch, where=str(path))
     return mapping

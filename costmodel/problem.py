@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from costmodel.errors import UserError
+from costmodel.errors import FieldError, UserError
 
 if TYPE_CHECKING:
     from costmodel.yamlio import LineMap, PathKey
@@ -26,15 +26,6 @@ TENSOR_ROLES = ("I", "W", "O")
 MAX_COUNT = 2**48
 """Most MACs, and most elements of one tensor, in a layer: the cost model counts accesses exactly in
 int64, and counts times tile sizes and word widths must stay below 2**63."""
-
-
-class FieldError(UserError):
-    """A mistake in one field of a layer; ``path`` says where the user wrote it (``("stride",)``,
-    ``("tensors", 0, "bits")``), so a file loader can add the line."""
-
-    def __init__(self, path: str | PathKey, message: str) -> None:
-        super().__init__(message)
-        self.path: PathKey = (path,) if isinstance(path, str) else path
 
 
 Term = tuple[int, str]

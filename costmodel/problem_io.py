@@ -15,20 +15,14 @@ import yaml
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import Problem
-from costmodel.yamlio import LineMap, load_yaml, read_text
+from costmodel.yamlio import LineMap, load_data
 
 
 def load_problem(path: str | Path) -> Problem:
     """Read one layer; ``.json`` is parsed as JSON, anything else as YAML (with the line of each
     field, for messages in the ``file:line: field`` form of the other input files)."""
     p = Path(path)
-    if p.suffix.lower() == ".json":
-        try:
-            data, lines = json.loads(read_text(p, str(p))), None
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{p}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    else:
-        data, lines = load_yaml(p)
+    data, lines = load_data(p)
     if data is None:
         raise UserError(f"{p}: empty layer file (expected a mapping with 'kind')")
     if isinstance(data, dict) and len(data) == 1 and isinstance(data.get("layer"), dict):

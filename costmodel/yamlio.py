@@ -10,6 +10,7 @@ numbers; ``validation_error`` turns a pydantic ``ValidationError`` into one prec
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -119,6 +120,19 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
     if node is None:
         return None, LineMap(shown, {(): 1})
     return _to_python(node, (), lines, shown), LineMap(shown, lines)
+
+
+def load_data(path: str | Path) -> tuple[Any, LineMap | None]:
+    """An input file's data: JSON for a ``.json`` name, else YAML, which also gives each field's line
+    (JSON's parser keeps none). Errors are one line: ``file:line: ...``."""
+    p = Path(path)
+    if p.suffix.lower() != ".json":
+        return load_yaml(p)
+    shown = _display(p)
+    try:
+        return json.loads(read_text(p, shown)), None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{shown}:{exc.lineno}: invalid JSON ({exc.msg})") from None
 
 
 def _expected_keys(model: Any, loc: Sequence[str | int]) -> list[str]:

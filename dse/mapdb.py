@@ -49,8 +49,9 @@ CREATE TABLE IF NOT EXISTS mappings (
     created REAL NOT NULL
 )"""
 _COLUMNS = tuple(re.findall(r"^ +(\w+) ", _SCHEMA, re.MULTILINE))  # in order: ``put`` inserts by position
-_DAMAGED = frozenset({sqlite3.SQLITE_ERROR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
-"""SQLite result codes of a file that is not this tool's database (wrong schema) or is corrupt."""
+_DAMAGED = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+"""SQLite result codes of a file that is corrupt or not a database (a foreign table is caught by its
+columns on open; SQLITE_ERROR is generic and says nothing about the file)."""
 
 
 def canonical(data: Any) -> str:

@@ -17,8 +17,7 @@ from compiler.frontend.optable import kind_of
 from compiler.frontend.reading import fix_input_dims, read_model, skeletonize_weights
 from compiler.frontend.vector_layers import build_host, build_layout, build_quant, build_vector
 from compiler.frontend.workload import Layer, Workload
-from costmodel.errors import UserError
-from costmodel.problem import FieldError
+from costmodel.errors import FieldError, UserError
 
 _BUILDERS = {"mac": build_mac, "vector": build_vector, "layout": build_layout, "quant": build_quant,
              None: build_host}

@@ -21,3 +21,5 @@ def user_warnings_as_lines() -> Iterator[None]:
             for w in caught:
                 if issubclass(w.category, UserWarning):
                     print(f"warning: {w.message}", file=sys.stderr)
+                else:  # RuntimeWarning, DeprecationWarning...: as Python shows them, not dropped
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)

@@ -59,8 +59,8 @@ def no_fit_error(ms: Mapspace, budget: int | None = None) -> UserError:
     detail = "; ".join(f"level {n} needs at least {w} words for the tensors it must keep, usable {u}"
                        for n, w, u in over)
     if not detail and budget is not None:
-        return UserError(f"{p.describe()} has no valid mapping on {arch.name} among the {budget:,} evaluated "
-                         "(every level can hold its smallest tiles: a larger --max-evaluations may find one)")
+        return UserError(f"{p.describe()}: no valid mapping on {arch.name} found within a budget of {budget:,} "
+                         "evaluations (every level can hold its smallest tiles: a larger budget may find one)")
     detail = detail or "no combination of tiles fits every level at once"
     return UserError(f"{p.describe()} has no valid mapping on {arch.name}: {detail}")
 

@@ -142,22 +142,20 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
     src, output = Path(result_json), Path(output)
     try:
         doc = json.loads(src.read_text())
-        arch = load_architecture(hw or doc["hw"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise UserError(f"{src}: not a `dse map --json` document ({type(exc).__name__}: {exc})") from None
+    _check_map_document(doc, src)
+    arch = load_architecture(hw or doc["hw"])
     if arch.fingerprint() != doc.get("config_fingerprint"):
         raise UserError(f"{src}: was mapped on a different config than {arch.source} (fingerprints "
                         f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one with --hw")
-    try:  # a document cut or edited by hand: a missing key is the user's, not a crash
-        layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in doc["layers"]
-                                              if x.get("latency_cycles") or x.get("energy_pj")]}
-        objective = doc.get("objective") or {}
-        summary = (f"{doc.get('model')} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
-                   f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
-                   f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, objective "
-                   f"{objective.get('name') if isinstance(objective, dict) else objective}, seed {doc.get('seed')}).")
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UserError(f"{src}: not a complete `dse map --json` document ({type(exc).__name__}: {exc})") from None
+    layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in doc["layers"]
+                                          if x.get("latency_cycles") or x.get("energy_pj")]}
+    objective = doc.get("objective") or {}
+    summary = (f"{doc.get('model')} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
+               f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
+               f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, objective "
+               f"{objective.get('name') if isinstance(objective, dict) else objective}, seed {doc.get('seed')}).")
     sections = [Section("summary", "Summary", summary),
                 *_design_sections(layers, arch, dict(area_breakdown(arch)), files_dir(output))]
     atomic_write_bytes(output, render(f"Design report: {doc.get('model')} on {arch.name}", sections).encode("utf-8"))
@@ -165,3 +163,20 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
 
 
 __all__ = ["MAP_SECTIONS", "SECTIONS", "write_map_report", "write_report"]
+
+
+_MAP_TOTALS = ("hw", "layers", "energy_pj", "latency_s", "power_mw", "area_mm2", "utilization")
+_MAP_LAYER = ("name", "energy_pj", "latency_cycles", "macs", "utilization")
+
+
+def _check_map_document(doc: Any, src: Path) -> None:
+    """A `dse map --json` document cut or edited by hand: a missing part is named here, before any
+    computation (whose own errors stay bugs, not the user's)."""
+    from costmodel.errors import UserError
+
+    missing = [k for k in _MAP_TOTALS if k not in doc] if isinstance(doc, dict) else ["(a JSON object)"]
+    if not missing and isinstance(doc["layers"], list):
+        missing = [f"layers[{i}].{k}" for i, x in enumerate(doc["layers"])
+                   for k in _MAP_LAYER if not isinstance(x, dict) or k not in x][:1]
+    if missing or not isinstance(doc["layers"], list):
+        raise UserError(f"{src}: not a complete `dse map --json` document (no {', '.join(missing) or 'layers list'})")

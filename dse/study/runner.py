@@ -4,8 +4,8 @@ Storage: by default an optuna journal file ``STUDY_DIR/study.journal`` (about 4 
 for several local processes); ``storage=`` takes any optuna URL (``postgresql://...`` for workers on
 several machines). The study file is copied to ``STUDY_DIR/study.yaml`` so that ``dse results`` and
 ``dse report`` need only the folder. A later sweep into the folder must be the same study in what
-decides its trials (every field but ``trials`` and ``output``; comments and layout do not count):
-a larger ``trials`` continues the study, a smaller one stops it where it is.
+decides its trials (every field but ``trials``, ``output`` and ``mapper.workers``; comments and layout
+do not count): a larger ``trials`` continues the study, a smaller one stops it where it is.
 
 Resume: every trial records its worker (``host:pid``). A RUNNING trial whose worker on this host is
 dead (SIGKILL, power loss) is re-run *in place* -- same trial number, same parameters already drawn,
@@ -189,7 +189,8 @@ def read_study(out: str | Path, storage: str | None = None) -> tuple[Study, optu
     study = load_study_dir(out)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        return study, optuna.load_study(study_name=study.spec.name, storage=open_storage(Path(out), storage))
+        return study, optuna.load_study(study_name=study.spec.name,
+                                        storage=open_storage(Path(out), storage, read_only=True))
     except KeyError:
         raise UserError(f"{out}: holds no trials of study {study.spec.name!r} yet (run `dse sweep` first)") from None
 
@@ -239,8 +240,9 @@ class SweepResult:
 
 
 def _trial_fields(spec: StudySpec) -> dict[str, Any]:
-    """What decides a study's trials: every field but the trial budget and the output folder."""
-    return spec.model_dump(exclude={"trials", "output"})
+    """What decides a study's trials: every field but the trial budget, the output folder and the
+    mapper's worker count (parallelism only: the same results)."""
+    return spec.model_dump(exclude={"trials": True, "output": True, "mapper": {"workers"}})
 
 
 def _first_difference(a: Any, b: Any, at: PathKey = ()) -> PathKey | None:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from costmodel.errors import UserError
+from costmodel.errors import FieldError, UserError
 from costmodel.yamlio import LineMap, format_path, load_yaml, validation_error
 from dse.study.expr import Expr, ExprError, parse, parse_comparison
 from dse.study.knobs import Knob, PathKey, apply_knobs, derived_order, resolve_path
@@ -203,20 +203,12 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
     return _checked(knob, base, {path: spec.path}, lines, at)
 
 
-class _FieldError(UserError):
-    """A config error that keeps its field path: which field a knob value broke."""
-
-    def __init__(self, path: Sequence[str | int], reason: str) -> None:
-        super().__init__(reason)
-        self.path: PathKey = tuple(path)
-
-
 class _Locating(LineMap):
-    """A line map whose errors are :class:`_FieldError` (for configs that have no file: a template
+    """A line map whose errors are :class:`FieldError` (for configs that have no file: a template
     with one knob value applied)."""
 
     def error(self, path: Sequence[str | int], message: str) -> UserError:
-        return _FieldError(path, message)
+        return FieldError(path, message)
 
 
 _LOCATING = _Locating("", {})
@@ -245,7 +237,7 @@ def _value_error(knob: Knob, value: Any, base: dict[str, Any]) -> tuple[PathKey,
         cfg = HwConfig.model_validate(data)
     except ValidationError as exc:
         err = validation_error(exc, _LOCATING, HwConfig, data)
-        assert isinstance(err, _FieldError)
+        assert isinstance(err, FieldError)
         return err.path, str(err)
     paths = [p for p, _ in knob.presets[value]] if knob.presets is not None else [knob.path]
     free = []
@@ -258,7 +250,7 @@ def _value_error(knob: Knob, value: Any, base: dict[str, Any]) -> tuple[PathKey,
     if free:
         try:
             resolve(cfg, _LOCATING, "")
-        except _FieldError as exc:
+        except FieldError as exc:
             if any(exc.path[:len(p)] == p for p in free):
                 return exc.path, str(exc)
     return None
@@ -338,7 +330,7 @@ def _check_workload(study_dir: Path, w: WorkloadSpec, lines: LineMap, at: tuple)
         for i, layer in enumerate(w.layers):
             try:
                 Problem.from_dict(layer, where="layer")
-            except (UserError, ValueError) as exc:
+            except UserError as exc:
                 raise lines.error((*at, "layers", i), str(exc).removeprefix("layer: ")) from None
         return
     assert w.model is not None

@@ -57,16 +57,20 @@ def is_journal(url: str | None) -> bool:
     return url is None or (url.endswith((".journal", ".log")) and "://" not in url)
 
 
-def open_storage(out: Path, url: str | None) -> optuna.storages.BaseStorage:
+def open_storage(out: Path, url: str | None, *, read_only: bool = False) -> optuna.storages.BaseStorage:
     """The storage of study folder ``out``: ``url``, else the one remembered in ``storage.txt``,
-    else the journal file ``out/study.journal``."""
+    else the journal file ``out/study.journal``. ``read_only`` (dse results / report): a journal that
+    does not exist is an error, not created, and the folder is not probed for writing."""
     if url is None:
         note = out / STORAGE_NOTE
         url = note.read_text().strip() if note.exists() else None
     if is_journal(url):
         path = Path(url) if url else out / JOURNAL
-        check_writable(path)  # a file in the way or no permission: UserError
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if read_only and not path.is_file():
+            raise UserError(f"{path}: no such study journal (run `dse sweep` first, or pass its --storage)")
+        if not read_only:
+            check_writable(path)  # a file in the way or no permission: UserError
+            path.parent.mkdir(parents=True, exist_ok=True)
         return _journal_storage(path)
     assert url is not None
     try:

@@ -110,3 +110,14 @@ def test_cli_refuses_bad_outputs_before_compiling(tmp_path):
 def test_not_compilable_config_names_the_ones_that_are():
     with pytest.raises(UserError, match="nothing can be compiled for it; shipped configs that have one: .*tpu_like"):
         Target.from_arch(load_architecture("eyeriss_like"))
+
+
+def test_compiling_the_reference_keeps_it(tmp_path):
+    """`dse compile m.q.onnx -o m.axb`: the reference it would write is the input itself; it stays as is."""
+    src = tiny_cnn(tmp_path / "tiny.onnx")
+    assert CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", str(tmp_path / "a.axb")]).exit_code == 0
+    ref = tmp_path / "a.q.onnx"
+    before = ref.read_bytes()
+    r = CliRunner().invoke(_app(), ["compile", str(ref), "--hw", "tpu_like", "-o", str(tmp_path / "a.axb"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert ref.read_bytes() == before and json.loads(r.stdout)["reference"] == str(ref)

@@ -161,6 +161,10 @@ def test_edits_that_keep_the_trials_resume(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("trials: 6", "trials: 3"))
     res = run_study(path)
     assert res.ran == 0 and _kept(after, res.optuna_study.get_trials())
+    # the mapper's worker count is parallelism only: the same trials
+    path.write_text(path.read_text().replace("max_evaluations: 200", "max_evaluations: 200\n  workers: 2"))
+    res = run_study(path)
+    assert res.ran == 0 and _kept(after, res.optuna_study.get_trials())
     assert (tmp_path / "out" / "study.yaml").read_text() == path.read_text()
 
     copy = (tmp_path / "out" / "study.yaml").read_text()
