@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodel import batch_check
 from costmodel.mapping import batch_inner
 from costmodel.plans import plan_for
 from costmodel.problem import Problem
@@ -47,13 +48,13 @@ class Accesses:
         return self.fills + self.updates
 
 
-def access_counts(problem: Problem, arch, batch, model: str = "exact") -> Accesses:
+def access_counts(problem: Problem, arch, batch, model: str = "exact", *, check: bool = True) -> Accesses:
     """Fills, reads, updates and hops of every level and tensor for every mapping of ``batch``.
 
     ``model="timeloop"`` applies Timeloop's two approximations instead of exact sets (see
     docs/semantics.md): windows slide only under the innermost nontrivial loop, and multicast /
     reduction merge only identical tiles. Used to reproduce Timeloop's numbers."""
-    stage = CountStage(problem, arch, batch, model)
+    stage = CountStage(problem, arch, batch, model, check=check)
     stage.run(0, len(batch))
     return stage.acc
 
@@ -64,15 +65,21 @@ class CountStage:
     in chunks through counts, latency and energy, so that the later stages read a chunk's counts
     from cache instead of memory."""
 
-    def __init__(self, problem: Problem, arch, batch, model: str = "exact") -> None:
+    def __init__(self, problem: Problem, arch, batch, model: str = "exact", *, check: bool = True) -> None:
         from costmodel import count_kernel
 
         if model not in ("exact", "timeloop"):
             raise ValueError(f"access_counts: model must be 'exact' or 'timeloop', got {model!r}")
         self.plan = plan_for(_Plan, problem, arch)
         self.batch, self.timeloop = batch, model == "timeloop"
-        b, n_lv, _ = batch.temporal.shape
+        b, n_lv, n_d = batch.temporal.shape
         n_t = len(problem.tensors)
+        if (n_lv, n_d, batch.keep.shape[2]) != (len(arch.levels), len(problem.dims), n_t):
+            raise ValueError(f"MappingBatch: arrays for {n_lv} levels, {n_d} dims and {batch.keep.shape[2]} "
+                             f"tensors, but {arch.name} has {len(arch.levels)} levels and the problem "
+                             f"{len(problem.dims)} dims and {n_t} tensors")
+        self.problem, self.arch = problem, arch
+        self.check = batch_check.tables(problem, arch) if check else None
         self.out = [np.empty((n_lv, n_t, b), np.int64) for _ in range(5)]  # fills reads updates hops words
         self.steps = np.empty(b, np.int64)
         self.tags = count_kernel.shape_tags(len(self.plan.packed[0]), n_t)
@@ -82,14 +89,15 @@ class CountStage:
 
     def run(self, lo: int, hi: int) -> None:
         """Counts mappings lo..hi-1 (growing the plan's memo whenever the kernel finds it full).
-        Their loop orders are checked first (the check brings them into cache for the kernel)."""
+        Unless the stage was made with ``check=False``, they are checked first (costmodel.batch_check;
+        the check also brings them into cache)."""
         from costmodel import count_kernel
 
         bt, pk, memo = self.batch, self.plan.packed, self.plan.memo
-        bad = count_kernel.first_bad_order(batch_inner(bt.order), lo, hi)
+        views = (batch_inner(a) for a in (bt.temporal, bt.spatial_x, bt.spatial_y, bt.order, bt.keep))
+        bad = batch_check.first_bad_mapping(*views, *self.check, lo, hi) if self.check is not None else -1
         if bad >= 0:
-            raise ValueError(f"MappingBatch.order: mapping {bad}: the ranks of each level must be a "
-                             "permutation of 0..D-1")
+            raise ValueError(f"MappingBatch: mapping {bad}: {batch_check.why(bt, bad, self.problem, self.arch)}")
         while lo < hi:
             lo = count_kernel.count_batch(bt.temporal, bt.spatial_x, bt.spatial_y, bt.order, bt.keep, self.timeloop,
                                           *pk, *memo.arrays(), lo, hi, *self.out, self.steps, *self.tags)

@@ -360,32 +360,6 @@ def _flush(o, nb, b0, fills, reads, updates, hops, words):
                     out[m, t, b0 + j] = o[i, j, m, t]
 
 
-@njit(cache=True)
-def first_bad_order(rank, lo, hi):
-    """Index of the first of mappings lo..hi-1 whose ranks (as [L, D, B],
-    costmodel.mapping.batch_inner) are not a permutation of 0..D-1 at some level, or -1. A pass of
-    its own over blocks of the batch axis (contiguous for a batch-last batch, so the block loops
-    vectorize: 16-34 ns per mapping read from memory), run on each range just before the count
-    kernel reads it; inside the counting loop the check cost about 10 % of the kernel's time."""
-    n_lv, d_all, _ = rank.shape
-    full, ud, one, over = np.uint64((1 << d_all) - 1), np.uint64(d_all), np.uint64(1), np.uint64(1 << 63)
-    blk = 256
-    seen = np.zeros(blk, np.uint64)
-    for b0 in range(lo, hi, blk):
-        ub, unb = np.uint64(b0), np.uint64(min(blk, hi - b0))
-        for m in range(n_lv):
-            for j in range(unb):
-                seen[j] = 0
-            for di in range(d_all):
-                for j in range(unb):
-                    u = np.uint64(rank[m, di, ub + j])  # a negative rank wraps to a large one
-                    seen[j] |= (one << u) if u < ud else over  # out of range: a bit above ``full``
-            for j in range(unb):
-                if seen[j] != full:
-                    return b0 + j
-    return -1
-
-
 # error_model "numpy": no zero-division checks (every divisor is a product of factors >= 1)
 @njit(cache=True, error_model="numpy")
 def count(tem, spx, spy, rank, keep, timeloop,
@@ -395,7 +369,7 @@ def count(tem, spx, spy, rank, keep, timeloop,
           fills, reads, updates, hops, words, steps, dims_tag, tensors_tag):
     """Counts of mappings start..end-1 of the batch (inputs [B, L, D_all] and [B, L, T]; outputs
     [L, T, B] and [B]). Returns the index of the first mapping not counted (``end`` when all are).
-    The ranks must be permutations (see :func:`first_bad_order`).
+    The batch must be valid (costmodel.batch_check): the kernel does not check its indices.
 
     Tensors without a window axis take the classic reuse formula (:func:`_windowless`); the others
     walk each link's reusing loops, window tables and memoized merges.

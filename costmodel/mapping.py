@@ -323,7 +323,11 @@ class MappingBatch:
 
     def __post_init__(self) -> None:
         for name in ("temporal", "spatial_x", "spatial_y", "order"):
-            setattr(self, name, np.asarray(getattr(self, name), dtype=np.int64))
+            a = np.asarray(getattr(self, name))
+            if a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.array_equal(a, np.round(a))):
+                raise ValueError(f"MappingBatch.{name}: expected integers, got dtype {a.dtype}"
+                                 + (" with fractions" if a.dtype.kind == "f" else ""))
+            setattr(self, name, a.astype(np.int64, copy=False))
         self.keep = np.asarray(self.keep, dtype=bool)
         shape = self.temporal.shape
         if any(a.shape != shape for a in (self.spatial_x, self.spatial_y, self.order)):
