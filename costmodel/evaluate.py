@@ -170,6 +170,8 @@ def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *,
     evaluation: a second pass over the batch)."""
     from costmodel.analysis import CountStage
 
+    if not isinstance(overlap, (bool, np.bool_)):  # "no" would be taken as True
+        raise TypeError(f"evaluate_batch: overlap must be True or False, got {overlap!r}")
     level_names = tuple(lv.name for lv in arch.levels)
     clash = sorted(set(level_names) & set(RESERVED))
     if clash:

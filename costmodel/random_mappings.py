@@ -109,6 +109,10 @@ def _take(batch: MappingBatch, idx: np.ndarray) -> MappingBatch:
 def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0, bypass_p: float = 0.2,
                     max_rounds: int = 200) -> MappingBatch:
     """``n`` random valid mappings (a MappingBatch); raises RuntimeError if too few are valid."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"random_mappings: n must be an integer >= 0, got {n!r}")
+    if not 0 <= bypass_p <= 1:
+        raise ValueError(f"random_mappings: bypass_p must be a probability in [0, 1], got {bypass_p!r}")
     rng = np.random.default_rng(seed)
     parts: list[MappingBatch] = []
     have = 0
@@ -116,9 +120,8 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
         cand = _candidates(problem, arch, max(2 * (n - have), 256), rng, bypass_p)
         _repair(problem, arch, cand)
         idx = np.nonzero(_valid(problem, arch, cand))[0][: n - have]
-        if idx.size:
-            parts.append(_take(cand, idx))
-            have += idx.size
+        parts.append(_take(cand, idx))  # (n = 0: one empty part, so the batch has the right shape)
+        have += idx.size
         if have >= n:
             break
     else:

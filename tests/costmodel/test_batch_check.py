@@ -81,3 +81,15 @@ def test_one_invalid_mapping_is_an_error_not_garbage():
 def test_unchecked_equals_checked_on_valid_batches():
     a, b = evaluate_batch(PROB, ARCH, BATCH), evaluate_batch(PROB, ARCH, BATCH, check=False)
     assert np.array_equal(a.energy_pj, b.energy_pj) and np.array_equal(a.latency_cycles, b.latency_cycles)
+
+
+def test_random_mappings_counts_and_flags():
+    assert len(random_mappings(PROB, ARCH, 0, seed=1)) == 0
+    assert random_mappings(PROB, ARCH, 0, seed=1).temporal.shape == (0, *BATCH.temporal.shape[1:])
+    for n in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="n must be an integer >= 0"):
+            random_mappings(PROB, ARCH, n)
+    with pytest.raises(ValueError, match="bypass_p must be a probability"):
+        random_mappings(PROB, ARCH, 5, bypass_p=2.0)
+    with pytest.raises(TypeError, match="overlap must be True or False"):
+        evaluate_batch(PROB, ARCH, BATCH, overlap="no")
