@@ -24,7 +24,7 @@ import numpy as np
 from compiler.isa import Finish, Program, write_binary
 from compiler.lower.emitter import Emitter, align
 from compiler.target import Target
-from costmodel.atomic import atomic_write_bytes, check_writable, refuse_overwriting
+from costmodel.atomic import atomic_write_bytes, check_writable, refuse_overwriting, same_file
 from costmodel.errors import UserError
 
 
@@ -134,15 +134,17 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
                     calibration: Mapping[str, np.ndarray] | None = None, seed: int = 0) -> Compiled:
     """Write ``out`` (.axb) and, next to it, ``<stem>.q.onnx`` (the quantized reference model) and
     ``<stem>.map.json`` (per mapped layer: problem, mapping, analytical latency; read by --check)."""
+    from compiler.sim.check import mapping_sidecar  # (where `dse simulate --check` looks for it)
+
     out = Path(out)
     if not out.parent.is_dir():
         raise UserError(f"{out}: the output folder {out.parent} does not exist")
-    qdq_out, map_out = out.with_name(out.stem + ".q.onnx"), out.with_name(out.stem + ".map.json")
+    qdq_out, map_out = out.with_name(out.stem + ".q.onnx"), mapping_sidecar(out)
     for path in (out, qdq_out, map_out):  # before the minutes of work, not after
         check_writable(path)
     refuse_overwriting(out, model)
     refuse_overwriting(map_out, model)
-    same = Path(model).exists() and Path(model).resolve() == qdq_out.resolve()  # m.q.onnx -o m.axb
+    same = same_file(model, qdq_out)  # m.q.onnx -o m.axb
     compiled = compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=None if same else qdq_out)
     if same:  # the input is already the reference: keep the user's file as it is
         compiled.qdq_model = qdq_out

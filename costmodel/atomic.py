@@ -57,10 +57,15 @@ def check_writable(path: str | Path) -> None:
                 folder.rmdir()
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """``a`` exists and ``b`` names the same file (another spelling of the path included)."""
+    return Path(a).exists() and Path(a).resolve() == Path(b).resolve()
+
+
 def refuse_overwriting(out: str | Path, *inputs: str | Path | None) -> None:
     """An output path that names one of the command's inputs would destroy it: UserError."""
     for src in inputs:
-        if src is not None and Path(src).exists() and Path(out).resolve() == Path(src).resolve():
+        if src is not None and same_file(src, out):
             raise UserError(f"{out}: is also an input of this command; choose another output path")
 
 

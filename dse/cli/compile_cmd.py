@@ -70,6 +70,7 @@ def compile_model_cmd(
     """Compile a model for a compilable config; writes MODEL.axb, MODEL.q.onnx (the reference) and
     MODEL.map.json (the mapped layers)."""
     from compiler.compile import compile_to_file, resolve
+    from compiler.sim.check import mapping_sidecar
 
     target, arch = resolve(hw)
     compiled = compile_to_file(model, arch, out, calibration=_calibration(calibration), seed=seed)
@@ -89,7 +90,7 @@ def compile_model_cmd(
           f"{doc['dram_bytes']:,} B DRAM map")
     print(f"predicted cycles: {doc['predicted_cycles']:,} ({doc['predicted_s'] * 1e3:.3f} ms at "
           f"{target.clock_hz / 1e9:g} GHz)")
-    print(f"wrote {out}, {compiled.qdq_model} and {out.with_name(out.stem + '.map.json')} (check: dse simulate "
+    print(f"wrote {out}, {compiled.qdq_model} and {mapping_sidecar(out)} (check: dse simulate "
           f"{out} --input x.npy --check {compiled.qdq_model})")
 
 
