@@ -274,12 +274,13 @@ def _check_same_study(study: Study, out: Path) -> None:
 
 
 def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
-    """The folder's copy of the study file (the current text: comments or the trial budget may have
-    changed) and its notes; a place that cannot be written is a UserError."""
-    atomic_write_bytes(out / STUDY_COPY, study.source.read_bytes())
+    """The folder's notes and its copy of the study file (the current text: comments or the trial
+    budget may have changed); a place that cannot be written is a UserError. The copy comes last: a
+    reader (`dse results` during a sweep) that finds it finds the notes it needs beside it."""
     atomic_write_text(out / ROOT_NOTE, str(study.root.resolve()) + "\n")
     if storage:
         atomic_write_text(out / STORAGE_NOTE, storage + "\n")
+    atomic_write_bytes(out / STUDY_COPY, study.source.read_bytes())
 
 
 def target_trials(study: Study, trials: int | None) -> int:

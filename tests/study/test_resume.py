@@ -44,7 +44,9 @@ def _kill_mid_trial(path: Path, out: Path, sig: signal.Signals) -> int | None:
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
-            if not (out / "study.journal").exists():
+            # the journal is opened before the study's copy is written (a bad storage leaves no
+            # folder behind): the copy's presence says the folder is ready to read
+            if not (out / "study.journal").exists() or not (out / "study.yaml").exists():
                 continue
             trials = _states(out)
             done = sum(t.state.name == "COMPLETE" for t in trials)
