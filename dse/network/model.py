@@ -52,13 +52,17 @@ def _options_key(mapper: str, seed: int, options: dict[str, Any]) -> str:
 def search_for(problem: Problem, arch: Architecture, objective: Any, mapper: str, seed: int,
                options: dict[str, Any], layers: tuple[str, ...] = ()) -> Search:
     from dse.mappers import MAPPERS, Objective
+    from dse.mappers.options import check_options, check_seed
 
     if mapper not in MAPPERS:
         raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
     obj = Objective.parse(objective)
+    seed = check_seed(seed)
+    options = {**check_options(mapper, {k: v for k, v in options.items() if k != "constraints"}),
+               **{k: v for k, v in options.items() if k == "constraints"}}
     key = SearchKey(layer_signature(problem), arch.fingerprint(), canonical(obj.to_dict()),
                     _options_key(mapper, seed, options))
-    return Search(key, problem, obj, mapper, seed, dict(options), layers)
+    return Search(key, problem, obj, mapper, seed, options, layers)
 
 
 def _evaluated(layer_name: str, problem: Problem, arch: Architecture, stored: Stored) -> tuple[Mapping, dict]:
@@ -113,10 +117,12 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
     from costmodel.vector import layer_cost
     from dse import api
     from dse.mappers import MAPPERS, Objective
+    from dse.mappers.options import check_workers
 
     obj = Objective.parse(objective)  # cheap checks first
     if mapper not in MAPPERS:
         raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
+    workers = check_workers(workers)
     hw = arch if not isinstance(arch, (str, Path)) else api.load_hw(arch)
     wl = workload if not isinstance(workload, (str, Path)) else api.load_workload(workload)
     selected = _select(wl, layer)
