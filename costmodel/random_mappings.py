@@ -106,9 +106,15 @@ def _take(batch: MappingBatch, idx: np.ndarray) -> MappingBatch:
                         batch.keep[idx])
 
 
+ROUND_MAX = 2**18
+"""Candidates drawn per round at most: a round's temporaries take about 2 KB per candidate, so a
+large ``n`` is drawn in rounds of about half a gigabyte (10^7 mappings in one round took 45 GB)."""
+
+
 def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0, bypass_p: float = 0.2,
                     max_rounds: int = 200) -> MappingBatch:
-    """``n`` random valid mappings (a MappingBatch); raises RuntimeError if too few are valid."""
+    """``n`` random valid mappings (a MappingBatch); raises RuntimeError if too few are valid within
+    ``max_rounds`` rounds per ``ROUND_MAX`` mappings asked for."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"random_mappings: n must be an integer >= 0, got {n!r}")
     if not 0 <= bypass_p <= 1:
@@ -116,8 +122,8 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
     rng = np.random.default_rng(seed)
     parts: list[MappingBatch] = []
     have = 0
-    for _ in range(max_rounds):
-        cand = _candidates(problem, arch, max(2 * (n - have), 256), rng, bypass_p)
+    for _ in range(max_rounds * (1 + n // ROUND_MAX)):
+        cand = _candidates(problem, arch, min(max(2 * (n - have), 256), ROUND_MAX), rng, bypass_p)
         _repair(problem, arch, cand)
         idx = np.nonzero(_valid(problem, arch, cand))[0][: n - have]
         parts.append(_take(cand, idx))  # (n = 0: one empty part, so the batch has the right shape)

@@ -93,3 +93,23 @@ def test_random_mappings_counts_and_flags():
         random_mappings(PROB, ARCH, 5, bypass_p=2.0)
     with pytest.raises(TypeError, match="overlap must be True or False"):
         evaluate_batch(PROB, ARCH, BATCH, overlap="no")
+
+
+def test_random_mappings_in_bounded_rounds(monkeypatch):
+    """A large ``n`` is drawn in rounds of at most ROUND_MAX candidates: exactly n mappings, all valid
+    (the batch check, and Mapping.validate with the buffers' capacities), and the rounds draw on one
+    stream (nearly all rows distinct: a round restarting the stream would repeat the last one's)."""
+    from costmodel import random_mappings as rm
+
+    monkeypatch.setattr(rm, "ROUND_MAX", 256)
+    drawn = []
+    real = rm._candidates
+    monkeypatch.setattr(rm, "_candidates", lambda *a: drawn.append(a[2]) or real(*a))
+    batch = rm.random_mappings(PROB, ARCH, 1500, seed=3)
+    assert len(batch) == 1500 and max(drawn) == 256 and len(drawn) >= 1500 // 256
+    views = [batch_inner(getattr(batch, f)) for f in ("temporal", "spatial_x", "spatial_y", "order", "keep")]
+    assert batch_check.first_bad_mapping(*views, *batch_check.tables(PROB, ARCH), 0, len(batch)) == -1
+    for i in range(0, 1500, 97):
+        batch.mapping(i, PROB).validate(PROB, ARCH)
+    rows = np.concatenate([batch.temporal.reshape(1500, -1), batch.order.reshape(1500, -1)], axis=1)
+    assert len(np.unique(rows, axis=0)) > 1400
