@@ -136,9 +136,7 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
     ``<stem>.map.json`` (per mapped layer: problem, mapping, analytical latency; read by --check)."""
     from compiler.sim.check import mapping_sidecar  # (where `dse simulate --check` looks for it)
 
-    out = Path(out)
-    if not out.parent.is_dir():
-        raise UserError(f"{out}: the output folder {out.parent} does not exist")
+    out = Path(out)  # (a missing folder is created when the files are written, as by every command)
     qdq_out, map_out = out.with_name(out.stem + ".q.onnx"), mapping_sidecar(out)
     for path in (out, qdq_out, map_out):  # before the minutes of work, not after
         check_writable(path)

@@ -40,9 +40,7 @@ def _check_json_out(path: Path, model: str) -> None:
     """Before the search, not after it: the --json file can be written and is not the model."""
     from costmodel.atomic import check_writable, refuse_overwriting
 
-    if not path.parent.exists():
-        raise UserError(f"--json {path}: folder {path.parent} does not exist")
-    check_writable(path)
+    check_writable(path)  # (a missing folder is created when the file is written, as by every command)
     refuse_overwriting(path, model)
 
 

@@ -71,7 +71,7 @@ def _app() -> typer.Typer:
 
 def test_cli_compile_writes_binary_and_reference(tmp_path):
     src = tiny_cnn(tmp_path / "tiny.onnx")
-    out = tmp_path / "tiny.axb"
+    out = tmp_path / "build" / "tiny.axb"  # a folder that does not exist yet is created
     r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", str(out), "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
@@ -80,9 +80,8 @@ def test_cli_compile_writes_binary_and_reference(tmp_path):
     assert doc["constants_bytes"] == len(program.constants)
     assert doc["layers"][0]["op"] == "QLinearConv"
     assert doc["predicted_cycles"] > 0
-    assert (tmp_path / "tiny.q.onnx").exists()
-    assert all(p.name in ("tiny.onnx", "tiny.axb", "tiny.q.onnx", "tiny.map.json")
-               for p in tmp_path.iterdir())  # no temp left
+    assert sorted(p.name for p in out.parent.iterdir()) == ["tiny.axb", "tiny.map.json", "tiny.q.onnx"]  # no temp left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "tiny.onnx"]
 
 
 def test_cli_compile_error_is_a_user_error(tmp_path):
@@ -96,13 +95,14 @@ def test_cli_refuses_bad_outputs_before_compiling(tmp_path):
     src = tiny_cnn(tmp_path / "tiny.onnx")
     before = src.read_bytes()
     (tmp_path / "folder.axb").mkdir()
+    (tmp_path / "afile").write_text("")
     for out, message in [(src, "is also an input of this command"),
                          (tmp_path / "folder.axb", "folder.axb: cannot write (is a folder)"),
-                         (tmp_path / "afile" / "x.axb", "does not exist")]:
+                         (tmp_path / "afile" / "x.axb", "afile is a file, not a folder")]:
         r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", str(out)])
         assert r.exit_code == 1 and isinstance(r.exception, UserError) and message in str(r.exception), r.output
     assert src.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.axb", "tiny.onnx"]  # nothing written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "folder.axb", "tiny.onnx"]  # nothing written
     r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", "x.axb", "--seed", "-1"])
     assert r.exit_code == 2 and "--seed" in r.output
 

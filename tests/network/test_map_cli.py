@@ -19,7 +19,7 @@ LAYER_KEYS = {"name", "energy_pj", "latency_cycles", "latency_s", "utilization",
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("map_cli")
     db = tmp / "m.sqlite"
-    first = run_dse("map", "keyword_spotting", "--hw", "tiny", "--db", str(db), "--json", str(tmp / "a.json"),
+    first = run_dse("map", "keyword_spotting", "--hw", "tiny", "--db", str(db), "--json", str(tmp / "out" / "a.json"),
                     cache=tmp)
     second = run_dse("map", "keyword_spotting", "--hw", "tiny", "--db", str(db), "--json", "-", cache=tmp)
     return tmp, first, second
@@ -30,7 +30,7 @@ def test_table_and_json_document(runs) -> None:
     assert first.returncode == 0, first.stderr
     for text in ("node_Conv_102", "node_avg_pool2d", "totals", "mappings evaluated", "E share"):
         assert text in first.stdout
-    doc = json.loads((tmp / "a.json").read_text())
+    doc = json.loads((tmp / "out" / "a.json").read_text())  # (its folder created)
     assert TOP_KEYS <= set(doc)
     assert doc["from_db"] == 0 and doc["searched"] == 3  # 8 conv/gemm layers, 3 distinct shapes
     macs = [x for x in doc["layers"] if x["kind"] == "mac"]
@@ -42,14 +42,14 @@ def test_table_and_json_document(runs) -> None:
     assert doc["energy_pj"] == pytest.approx(sum(x["energy_pj"] for x in doc["layers"]))
     assert doc["latency_cycles"] == sum(x["latency_cycles"] for x in doc["layers"])
     assert doc["macs"] == 6_752_676  # the zoo model's MACs (`dse inspect keyword_spotting`)
-    assert not list(tmp.glob(".a.json.*"))  # no temp file left behind
+    assert not list((tmp / "out").glob(".a.json.*"))  # no temp file left behind
 
 
 def test_second_run_is_answered_from_the_database(runs) -> None:
     tmp, _first, second = runs
     assert second.returncode == 0, second.stderr
     doc = json.loads(second.stdout)  # --json -: stdout holds the document and nothing else
-    a = json.loads((tmp / "a.json").read_text())
+    a = json.loads((tmp / "out" / "a.json").read_text())
     assert doc["from_db"] == 3 and doc["searched"] == 0
     assert doc["search_seconds"] == 0.0 and doc["mappings_evaluated"] == 0
     assert [x["mapping"] for x in doc["layers"]] == [x["mapping"] for x in a["layers"]]
