@@ -25,10 +25,7 @@ LAYERS = {"resnet50_3x3": P.conv2d(64, 64, 56, 56, kernel=3, padding=1),
 def test_invariants(path, layer):
     arch = load_architecture(path)
     prob = LAYERS[layer]
-    try:
-        batch = random_mappings(prob, arch, 2000, seed=11)
-    except RuntimeError:
-        pytest.skip(f"{path.stem} constraints leave too few random mappings of {layer}")
+    batch = random_mappings(prob, arch, 2000, seed=11)
     ex = access_counts(prob, arch, batch)
     tl = access_counts(prob, arch, batch, model="timeloop")
     I, W, O = 0, 1, 2

@@ -79,10 +79,14 @@ def test_counts_worked_out(case):
     assert ex.reads[0, 0, I] == 475_136 and tl.reads[0, 0, I] == 573_440
     # GLB -> PEs: each PE (q on X, (k, s) on Y) needs its own input column w = q + s. Exact
     # multicast reads a word once for all PEs needing it at the same step (the diagonals
-    # share the halo): 4,587,520. Timeloop multicasts identical tiles only (the 4 K rows):
-    # 168 x 286,720 ifmap-spad fills / 4 = 12,042,240.
-    assert ex.fills[0, 2, I] == 168 * 286_720
-    assert ex.reads[0, 1, I] == 4_587_520 and tl.reads[0, 1, I] == 168 * 286_720 // 4
+    # share the halo): per (k1, c1) the 8 P steps read 8 x 3 x 16 = 384 words (16 distinct
+    # columns q + s), then 8 x 1 x 16 = 128 new ones each: (384 + 7 x 128) x 8 x 448 DRAM steps
+    # = 4,587,520. Each PE's ifmap spad takes its C8 x 3-row tile (24 words), then 8 new words at
+    # each of the 7 P steps, per (k1, c1) and DRAM step: (24 + 7 x 8) x 8 x 448 = 286,720 fills.
+    # Timeloop multicasts identical tiles only (the 4 K rows): 168 x 286,720 / 4 = 12,042,240.
+    pe_fills = (24 + 7 * 8) * 8 * 448
+    assert ex.fills[0, 2, I] == 168 * pe_fills
+    assert ex.reads[0, 1, I] == (384 + 7 * 128) * 8 * 448 and tl.reads[0, 1, I] == 168 * pe_fills // 4
     # every other count is the same in both models
     mask = np.ones(ex.reads.shape, bool)
     mask[0, 0, I] = mask[0, 1, I] = False

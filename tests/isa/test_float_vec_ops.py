@@ -48,25 +48,28 @@ def test_rfadd_rounds_after_every_add(state):
     compute.vec(state, Vec(op=VecOp.RFADD, init=True, u8=True, dst_buf=Buffer.ACC, src1_mode=Src1Mode.REG,
                            src1=int(Reg.S1), l0=3, s0=1), "t", True)
     assert _f(state.buffers[Buffer.ACC][0, 0]) == np.float32(33489408.0)
-    assert 255 * 65537 * 2 + 65537 == 33489407
 
 
 def test_fdiv_then_fquant_is_two_float32_roundings(state):
-    """FQUANT: f = x / y + zp in float32, rint half even, clamp. 0.5 / 1.0 + 0 = 0.5 -> 0 (even);
-    2.5 + zp 1 -> 3.5 -> 4 (even); a divide by 3: 1.5 / 3 = 0.5 -> 0."""
+    """FDIV by 3 into ACC row 1, then FQUANT of that row (f = x / y + zp in float32, rint half even,
+    clamp) with y = 1, zp 0: 0.5 / 3 = 0.1666... -> 0; 2.5 / 3 = 0.8333... -> 1; 1.5 / 3 = 0.5 -> 0
+    (even). And the zero point added before rounding: row 0 itself with zp 1: 0.5 + 1 = 1.5 -> 2,
+    2.5 + 1 = 3.5 -> 4, 1.5 + 1 = 2.5 -> 2."""
     acc = state.buffers[Buffer.ACC]
+    spad = state.buffers[Buffer.SPAD].view(np.uint8)
     acc[0, :3] = [_bits(0.5), _bits(2.5), _bits(1.5)]
     _set(state, Reg.S2, _bits(3.0))
     compute.vec(state, Vec(op=VecOp.FDIV, dst_buf=Buffer.ACC, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG,
                            src1=int(Reg.S2), dst=1, src0=0), "t", True)
     assert list(_f(acc[1, :3])) == [np.float32(0.5) / np.float32(3), np.float32(2.5) / np.float32(3), 0.5]
     _set(state, Reg.S3, _bits(1.0))
-    _set(state, Reg.OUT_ZP, 1)
     _set(state, Reg.QMIN, 0)
     _set(state, Reg.QMAX, 255)
-    compute.vec(state, Vec(op=VecOp.FQUANT, u8=True, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG, src1=int(Reg.S3),
-                           dst=0, src0=0), "t", True)
-    assert list(state.buffers[Buffer.SPAD].view(np.uint8)[0, :3]) == [2, 4, 2]  # 1.5->2, 3.5->4, 2.5->2
+    for row, zp, want in ((1, 0, [0, 1, 0]), (0, 1, [2, 4, 2])):
+        _set(state, Reg.OUT_ZP, zp)
+        compute.vec(state, Vec(op=VecOp.FQUANT, u8=True, src0_buf=Buffer.ACC, src1_mode=Src1Mode.REG,
+                               src1=int(Reg.S3), dst=row, src0=row), "t", True)
+        assert list(spad[row, :3]) == want, (row, zp)
 
 
 def test_frequant_clamps_before_rounding(state):

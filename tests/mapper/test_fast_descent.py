@@ -107,3 +107,22 @@ def test_victory_truncates_the_same_search_where_it_stalled():
 
     assert np.isclose(score(cut), best)  # the result is the best of what it evaluated
     assert score(full) <= score(cut)
+
+
+def test_small_mapspace_is_used_up_not_looped_on():
+    """A budget far above the mapspace's size: the search stops, having evaluated every mapping of the
+    brute-force enumeration (distinct up to where factor-1 loops sit) exactly once."""
+    from mapper_configs import two_level
+    from mapper_reference import enumerate_all
+
+    arch, p = two_level(), matmul(2, 2, 3)
+    every: set[bytes] = set()
+    for b, _ in enumerate_all(p, arch):
+        every |= _canonical(b)
+    calls, res = _spied(p, arch, seed=0, max_evaluations=100_000)
+    keys: set[bytes] = set()
+    for b, _ in calls:
+        k = _canonical(b)
+        assert len(k) == len(b) and not keys & k  # none twice
+        keys |= k
+    assert keys == every and res.mappings_evaluated == len(every)

@@ -101,19 +101,22 @@ def test_bound_is_tight_where_nothing_is_kept_on_chip(cfg):
     # receiving instance), so it equals the cost model's energy up to rounding
     arch = load_architecture(cfg)
     p = conv2d(4, 8, 4, 4, kernel=1)
-    ms = Mapspace(p, arch)
+    # no temporal loop below DRAM (a constraint fixing every inner level's temporal factors to 1)
+    inner = [{"level": lv.name, "temporal": {d: 1 for d in p.dim_names}} for lv in arch.levels[1:]]
+    ms = Mapspace(p, arch, inner)
     k = int(np.nonzero(~ms.keep_options[:, 1:].any(axis=(1, 2)))[0][0])
-    rows = ms.tiling_rows_at(np.arange(min(ms.num_tilings, 4000)))
+    rows = ms.tiling_rows_at(np.arange(min(ms.num_tilings, 50)))
     t, sx, sy = ms.decode(rows)
-    at_dram = (t[:, 1:] == 1).all(axis=(1, 2))
-    rows = rows[at_dram][:50]
-    t, sx, sy = ms.decode(rows)
+    assert len(rows) and (t[:, 1:] == 1).all()
     e_lb, _ = lower_bounds(ms, t, sx, sy, options=np.array([k]))
     keep_ok = np.zeros((len(rows), len(ms.keep_options)), bool)
     keep_ok[:, k] = True
+    checked = 0
     for batch, ti, _ in ms.expand(rows, keep_ok):
         ev = evaluate_batch(p, arch, batch)
         lat_lb = lower_bounds(ms, batch.temporal, batch.spatial_x, batch.spatial_y, batch.keep)[1]
         same_latency = ev.latency_cycles == lat_lb
         assert same_latency.any()
         np.testing.assert_allclose(e_lb[ti, 0][same_latency], ev.energy_pj[same_latency], rtol=1e-9)
+        checked += int(same_latency.sum())
+    assert checked >= len(rows)  # (at least one loop order of each tiling)

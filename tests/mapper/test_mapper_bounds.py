@@ -29,10 +29,7 @@ def test_touched_elements_by_hand():
 def test_bounds_below_evaluation(cfg):
     arch = load_architecture(cfg)
     for i, p in enumerate(LAYERS):
-        try:
-            b = random_mappings(p, arch, 400, seed=i)
-        except RuntimeError:  # a tightly constrained config may reject random draws; nothing to check
-            continue
+        b = random_mappings(p, arch, 400, seed=i)
         ev = evaluate_batch(p, arch, b)
         e, lat = lower_bounds(Mapspace(p, arch), b.temporal, b.spatial_x, b.spatial_y, b.keep)
         assert (e <= ev.energy_pj * (1 + 1e-9)).all(), (cfg, p.describe())

@@ -14,6 +14,7 @@ from compiler.target import Target
 from costmodel.errors import UserError
 
 from .sim_programs import L, conv_program, pipelined_program
+from .test_programs import numpy_conv
 
 RNG = np.random.default_rng(0)
 X = RNG.integers(-128, 128, (1, 4, 6, 6)).astype(np.int8)
@@ -30,8 +31,11 @@ def conv_with(**changes) -> tuple[Program, dict]:
 
 
 def test_the_unmodified_program_is_clean():
+    """No error, no warning, and the right numbers: the edits below break a program that works."""
     program, inputs = conv_with()
-    simulate(program, inputs)
+    result = simulate(program, inputs)
+    assert result.warnings == []
+    np.testing.assert_array_equal(result.outputs["y"], numpy_conv(X, W, 1, 1, 0))
 
 
 def test_removed_token_pair_is_a_race_naming_both_instructions():
