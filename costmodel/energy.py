@@ -78,8 +78,11 @@ class Energy:
         return self.seconds[:, None] * self.vectors["leak_mw"][None, :] * PJ_PER_MW_S
 
     def per_level(self) -> np.ndarray:
-        """[B, L]: access + network + leakage energy of each level."""
-        return self.access.sum(axis=(2, 3)) + self.network.sum(axis=2) + self.leakage
+        """[B, L]: access + network + leakage energy of each level. (The access energies summed as one
+        contiguous axis per level: numpy's order for two axes depended on B, so a mapping evaluated
+        alone and as a row of a batch differed in the last bit.)"""
+        b, n_lv = self.leakage.shape
+        return self.access.reshape(b, n_lv, -1).sum(axis=2) + self.network.sum(axis=2) + self.leakage
 
 
 def level_vectors(arch: Architecture) -> dict[str, np.ndarray]:

@@ -14,6 +14,7 @@ from costmodel.arch import HWCONFIGS, load_architecture
 from costmodel.errors import UserError
 from costmodel.evaluate import evaluate, evaluate_batch
 from costmodel.latency import gemm_view, scalesim_cycles
+from costmodel.mapping import MappingBatch
 from costmodel.problem import conv2d, depthwise_conv2d, matmul
 from costmodel.random_mappings import random_mappings
 from dse import api
@@ -49,6 +50,11 @@ def test_invariants_on_shipped_config(name):
         one = evaluate(problem, arch, batch.mapping(7, problem)).to_dict()
         assert one["energy_pj"] == pytest.approx(ev.energy_pj[7], rel=1e-12)
         assert one["latency_cycles"] == ev.latency_cycles[7]
+        # ... to the last bit, breakdowns included, as a batch of one
+        for i in range(0, 200, 23):
+            alone = evaluate_batch(problem, arch, MappingBatch.from_mappings([batch.mapping(i, problem)], problem, arch))
+            for field in ("energy_pj", "latency_cycles", "level_energy_pj", "tensor_energy_pj"):
+                assert np.array_equal(getattr(alone, field)[0], getattr(ev, field)[i]), (name, i, field)
         assert one["area_mm2"] > 0
 
 
