@@ -40,10 +40,13 @@ def _study_schema() -> dict[str, Any]:
 
 
 def _study_check(path: Path) -> str:
+    """Everything `dse sweep` checks before its first trial, the workloads' models loaded included."""
+    from dse.study.design import load_layers
     from dse.study.schema import load_study
 
     s = load_study(path)
-    return (f"OK {path}: {s.name}, {len(s.spec.workloads)} workloads, {len(s.sampled_knobs)} sampled + "
+    layers = sum(len(x) if isinstance(x, list) else len(x.layers()) for x in load_layers(s).values())
+    return (f"OK {path}: {s.name}, {len(s.spec.workloads)} workloads ({layers} layers), {len(s.sampled_knobs)} sampled + "
             f"{len(s.knobs) - len(s.sampled_knobs)} derived knobs, {len(s.spec.objectives)} objectives, "
             f"{len(s.constraints)} constraints on {s.hw_source.name}")
 

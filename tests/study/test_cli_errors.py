@@ -41,9 +41,11 @@ def test_broken_onnx_model(tmp_path: Path) -> None:
     study then runs in it (it used to find "a different study" there)."""
     (tmp_path / "bad.onnx").write_bytes(b"garbage")
     path = small_study(tmp_path, trials=2, workloads=[{"name": "net", "model": "bad.onnx"}])
+    want = r"small\.yaml:\d+: workloads\[0\]\.model: .*bad\.onnx: not an ONNX model"
     err = _one_line(*dse("sweep", path, "--no-progress"))
-    assert re.search(r"small\.yaml:\d+: workloads\[0\]\.model: .*bad\.onnx: not an ONNX model", err), err
+    assert re.search(want, err), err
     assert not (tmp_path / "out").exists()
+    assert re.search(want, _one_line(*dse("schema", "study", "--check", path)))  # the check loads models too
     code, err = dse("sweep", small_study(tmp_path, trials=2), "--no-progress")
     assert code == 0 and (tmp_path / "out" / "trials.csv").exists(), err
 
