@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ class LineMap:
 
     file: str
     lines: dict[PathKey, int]
+    text: str = field(default="", repr=False)
+    """The text these lines are of (what was parsed: a copy of the file must be this, not a re-read)."""
 
     def line(self, path: Sequence[str | int]) -> int | None:
         key = tuple(path)
@@ -118,8 +120,8 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
         raise UserError(f"{shown}{line}: YAML syntax error: {exc.problem or exc}") from None
     lines: dict[PathKey, int] = {}
     if node is None:
-        return None, LineMap(shown, {(): 1})
-    return _to_python(node, (), lines, shown), LineMap(shown, lines)
+        return None, LineMap(shown, {(): 1}, text)
+    return _to_python(node, (), lines, shown), LineMap(shown, lines, text)
 
 
 def load_data(path: str | Path) -> tuple[Any, LineMap | None]:

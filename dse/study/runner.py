@@ -33,7 +33,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from costmodel.atomic import atomic_write_bytes, atomic_write_text
+from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from dse.study.design import Layers, evaluate_design, load_layers
 from dse.study.knobs import PathKey
@@ -280,7 +280,7 @@ def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
     atomic_write_text(out / ROOT_NOTE, str(study.root.resolve()) + "\n")
     if storage:
         atomic_write_text(out / STORAGE_NOTE, storage + "\n")
-    atomic_write_bytes(out / STUDY_COPY, study.source.read_bytes())
+    atomic_write_text(out / STUDY_COPY, study.lines.text)  # the text that was parsed, not a re-read
 
 
 def target_trials(study: Study, trials: int | None) -> int:

@@ -219,3 +219,22 @@ def test_results_of_a_folder_without_journal_creates_nothing(tmp_path: Path) -> 
     with pytest.raises(UserError, match="no such study journal"):
         read_study(tmp_path / "out")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
+
+
+def test_folder_copy_is_the_text_that_was_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The study file edited while the sweep loads its models: the folder's copy (which a resume
+    compares with) is the text the sweep runs, not the edited file."""
+    from dse.study import runner
+
+    path = small_study(tmp_path, trials=2)
+    parsed = path.read_text()
+    real = runner.load_layers
+
+    def edit_then_load(study):  # the user saves a changed budget meanwhile
+        path.write_text(parsed.replace("trials: 2", "trials: 3"))
+        return real(study)
+
+    monkeypatch.setattr(runner, "load_layers", edit_then_load)
+    res = run_study(path)
+    assert len(res.optuna_study.get_trials()) == 2
+    assert (res.out / "study.yaml").read_text() == parsed != path.read_text()
