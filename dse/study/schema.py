@@ -362,7 +362,7 @@ def _check_knob_fields(knobs: Any, lines: LineMap) -> None:
         try:
             KnobSpec.model_validate(spec)
         except ValidationError as exc:
-            raise validation_error(exc, _Within(lines.file, lines.lines, ("knobs", name)), KnobSpec, spec) from None
+            raise validation_error(exc, _Within(lines.file, lines.lines, at=("knobs", name)), KnobSpec, spec) from None
 
 
 def read_spec(path: str | Path) -> tuple[StudySpec, LineMap]:
