@@ -109,24 +109,43 @@ class _Memo:
     """The kernel's memo of window statistics for one plan (see costmodel.count_kernel): an
     open-addressing table of ``slots`` [cap, 3] (hash, key offset or -1, entry), the keys, the
     entries [n, 2] (a size, and for merged tiles the offset of their stability row in ``rows``)
-    and ``fill`` (entries, key words and row words used)."""
+    and ``fill`` (entries, key words and row words used; then the key and row words a full table
+    lacked room for)."""
 
     def __init__(self) -> None:
         self.slots = np.full((1024, 3), -1, np.int64)
         self.keys = np.zeros(16384, np.int64)
         self.ent = np.zeros((512, 2), np.int64)
         self.rows = np.zeros(65536, np.int64)
-        self.fill = np.zeros(3, np.int64)
+        self.fill = np.zeros(5, np.int64)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return self.slots, self.keys, self.ent, self.rows, self.fill
 
     def grow(self) -> None:
-        """Doubles every table (the kernel stopped because one was full)."""
+        """Grows the tables that were full when the kernel stopped: the slots and entries double
+        once they hold no room for one more, the keys and rows double until they hold what was
+        needed (doubling every table at each stop took gigabytes for one window's long row)."""
         from costmodel.count_kernel import rehash
 
-        self.slots = rehash(self.slots, 2 * len(self.slots))
-        self.keys, self.ent, self.rows = (np.concatenate([a, np.zeros_like(a)]) for a in (self.keys, self.ent, self.rows))
+        entries, need_keys, need_rows = int(self.fill[0]), int(self.fill[3]), int(self.fill[4])
+        before = self.arrays()
+        if 2 * (entries + 1) > len(self.slots):
+            self.slots = rehash(self.slots, 2 * len(self.slots))
+        if entries >= len(self.ent):
+            self.ent = np.concatenate([self.ent, np.zeros_like(self.ent)])
+        self.keys, self.rows = (_doubled_to(a, need) for a, need in ((self.keys, need_keys), (self.rows, need_rows)))
+        self.fill[3:] = 0
+        if all(a is b for a, b in zip(before, self.arrays())):  # the kernel would stop there again
+            raise AssertionError("count kernel stopped for room, but no memo table was full")
+
+
+def _doubled_to(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` with zeros after it, doubled until it holds ``size`` words (``a`` itself if it does)."""
+    n = len(a)
+    while n < size:
+        n *= 2
+    return a if n == len(a) else np.concatenate([a, np.zeros(n - len(a), a.dtype)])
 
 
 class _Plan:

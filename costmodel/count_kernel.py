@@ -167,10 +167,13 @@ def _memo(key, n, n_terms, coefs, span, slots, keys, ent, rows, used):
 
 @njit(cache=True)
 def _insert(key, n, h, i, n_terms, coefs, span, slots, keys, ent, rows, used):
-    """Computes ``key``'s entry and stores it at free slot i; -1 when a table is full."""
+    """Computes ``key``'s entry and stores it at free slot i; -1 when a table is full, with the key
+    and row words that would have been needed in ``used[3:5]`` (the most of a mapping's misses)."""
     width = 2 * span + 1 if key[0] == MERGED else 0
     if (2 * (used[0] + 1) > slots.shape[0] or used[0] >= ent.shape[0]
             or used[1] + n + 1 > keys.shape[0] or used[2] + width > rows.shape[0]):
+        used[3] = max(used[3], used[1] + n + 1)
+        used[4] = max(used[4], used[2] + width)
         return -1
     e = used[0]
     if key[0] == MERGED:
@@ -599,8 +602,9 @@ def count(tem, spx, spy, rank, keep, timeloop,
                                         p = _put_term(key, p, suf[3 * c, e], f, suf, e, 3 * x, 3 * c, mask, c, False)
                                     en = _memo(key, p, ax_n[ti, k], ax_coef[ti, k], ax_span[ti, k],
                                                slots, keys, ent, rows, fill)
-                                    if en < 0:  # a table is full (see ``stop``)
-                                        stop, en = b, 0
+                                    if en < 0:  # a table is full (see ``stop``): the unmerged tables
+                                        stop, mrow[k] = b, -1  # stand in (no row that may be too short)
+                                        continue
                                     mrow[k] = ent[en, 1]
                                     u_mt = u_mt // tsize[tsize_off[ti, k] + trow[k, c]] * ent[en, 0]
                             if mac:

@@ -3,6 +3,12 @@ tables grow, with the same counts as a run that never ran out of room."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -49,3 +55,62 @@ def test_loop_vectorizer_setting_is_restored():
     arch = load_architecture("tiny")
     analysis.access_counts(prob, arch, random_mappings(prob, arch, 50, seed=3))
     assert config.LOOP_VECTORIZE == before
+
+
+def test_stability_row_longer_than_the_rows_table():
+    """A merged window's stability row (2 x span + 1 words, span ~ 50,000 here) longer than the whole
+    rows table: the kernel stops without reading a row for it (it read past the table and crashed
+    the process), the tables grow, and the counts equal those of a run with room from the start."""
+    prob = conv2d(1, 1, 150004, 1, kernel=(4, 1), stride=(50000, 1))
+    arch = load_architecture("tiny")
+    batch = random_mappings(prob, arch, 20, seed=0)
+    plans._PLANS.clear()
+    try:
+        first = analysis.access_counts(prob, arch, batch)
+        plan = plan_for(analysis._Plan, prob, arch)
+        assert len(plan.memo.rows) > len(analysis._Memo().rows)  # the rows table had to grow
+        roomy = analysis._Memo()
+        roomy.rows = np.zeros(2 * len(plan.memo.rows), np.int64)
+        plan.memo = roomy
+        again = analysis.access_counts(prob, arch, batch)
+    finally:
+        plans._PLANS.clear()
+    for name in ("fills", "reads", "updates", "hops", "tile_words", "temporal_steps"):
+        assert np.array_equal(getattr(first, name), getattr(again, name)), name
+
+
+_IN_BOUNDS = textwrap.dedent("""
+    import numpy as np
+    from costmodel import analysis, plans
+    from costmodel.arch import load_architecture
+    from costmodel.plans import plan_for
+    from costmodel.problem import conv1d, conv2d, conv_transpose2d, depthwise_conv2d, matmul
+    from costmodel.random_mappings import random_mappings
+
+    cases = [(conv2d(1, 1, 150004, 1, kernel=(4, 1), stride=(50000, 1)), "tiny", 10),
+             (conv1d(4, 4, 100002, kernel=3), "eyeriss_like", 10)]
+    layers = [conv2d(8, 16, 14, 14, kernel=3, stride=2, padding=1), conv2d(16, 32, 20, 20, kernel=3, padding=2, dilation=2),
+              depthwise_conv2d(32, 14, 14, kernel=3, padding=1), conv_transpose2d(8, 8, 7, 7, kernel=3, stride=2),
+              matmul(32, 48, 64)]
+    cases += [(p, c, 200) for p in layers for c in ("tpu_like", "eyeriss_like", "simba_like", "ar_glasses_npu")]
+    for prob, cfg, n in cases:
+        arch = load_architecture(cfg)
+        batch = random_mappings(prob, arch, n, seed=1)
+        for model in ("exact", "timeloop"):
+            plans._PLANS.clear()
+            plan_for(analysis._Plan, prob, arch).memo.rows = np.zeros(2, np.int64)  # (full at once)
+            analysis.access_counts(prob, arch, batch, model=model)
+    print("ok", len(cases))
+""")
+
+
+def test_no_read_out_of_bounds_under_numba_boundscheck(tmp_path):
+    """The kernel compiled with numba's bounds checks (in a cache of its own) over memo tables that
+    fill up at once, windows whose stability rows are longer than the whole rows table (a read past
+    it crashed the process), and random mappings of strided, dilated, depthwise, transposed and
+    matmul layers on four configs, in both models: no index out of bounds."""
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", _IN_BOUNDS], cwd=repo, env=env, capture_output=True, text=True,
+                       timeout=900, check=False)
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-3000:]
