@@ -205,13 +205,16 @@ def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *,
 
 def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap: bool = True,
              systolic_mode: SystolicMode | None = None) -> Evaluation:
-    """Evaluate one (validated) mapping: a batch of one, with the config's area breakdown.
+    """Evaluate one mapping: a batch of one, with the config's area breakdown. The mapping is
+    validated first (a UserError names what makes it impossible: a tile that overflows a buffer
+    gets no numbers).
 
     A padded mapping is costed as the padded loop nest it executes (padded MACs and tiles take energy
     and cycles); ``macs`` and ``utilization`` count the layer's real MACs."""
     from costmodel.area import area_breakdown
     from costmodel.mapping import MappingBatch
 
+    mapping.validate(problem, arch)
     executed = mapping.problem_for(problem)
     batch = MappingBatch.from_mappings([mapping], executed, arch)
     ev = evaluate_batch(executed, arch, batch, overlap=overlap, systolic_mode=systolic_mode)

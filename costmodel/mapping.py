@@ -30,7 +30,7 @@ import numpy as np
 
 from costmodel.errors import UserError
 from costmodel.padding import check_padding, padded_problem, padding_hint
-from costmodel.problem import Problem
+from costmodel.problem import Problem, as_int
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
@@ -71,9 +71,9 @@ def _factors(raw: Any, where: str) -> dict[str, int]:
         raise UserError(f"{where}: expected a mapping of dimension: factor, got {raw!r}")
     out = {}
     for d, f in raw.items():
-        if isinstance(f, bool) or not isinstance(f, int) or f < 1:
+        if as_int(f) is None or f < 1:
             raise UserError(f"{where}.{d}: expected a positive integer factor, got {f!r}")
-        out[str(d)] = f
+        out[str(d)] = int(f)
     return out
 
 
@@ -121,7 +121,7 @@ class Mapping:
                     if d not in dims:
                         raise UserError(f"{where}: level {lv.name} {what}: unknown dimension {d!r} "
                                         f"(problem has {', '.join(problem.dim_names)})")
-                    if isinstance(f, bool) or not isinstance(f, int) or f < 1:
+                    if as_int(f) is None or f < 1:
                         raise UserError(f"{where}: level {lv.name} {what}.{d}: expected a positive "
                                         f"integer, got {f!r}")
             bad = [d for d in lm.order if d not in dims]

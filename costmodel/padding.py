@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING
 
 from costmodel.errors import UserError
+from costmodel.problem import as_int
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
@@ -43,7 +44,7 @@ def check_padding(mapping: Mapping, problem: Problem, arch: Architecture, where:
     for d, n in pad.items():
         if d not in sizes:
             raise UserError(f"{where}: padded: unknown dimension {d!r} (problem has {', '.join(problem.dim_names)})")
-        if isinstance(n, bool) or not isinstance(n, int) or n < sizes[d]:
+        if as_int(n) is None or n < sizes[d]:
             raise UserError(f"{where}: padded.{d}: expected an integer >= its size {sizes[d]}, got {n!r}")
         if n == sizes[d]:
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +67,9 @@ class Problem:
         if len(set(names)) != len(names):
             raise UserError(f"problem {self.kind}: repeated dimension in {names}")
         for d, n in self.dims:
-            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            if as_int(n) is None or n < 1:
                 raise UserError(f"problem {self.kind}: dimension {d} must be a positive integer, got {n!r}")
+        object.__setattr__(self, "dims", tuple((d, int(n)) for d, n in self.dims))  # (numpy ints: plain ints)
         _ints(self.psum_bits, "psum_bits")
         for t in self.tensors:
             unknown = t.dims() - set(names)
@@ -172,14 +174,22 @@ def _bad(path: str | PathKey, problem: str) -> FieldError:
     return FieldError(path, f"field '{_label(path)}': {problem}")
 
 
+def as_int(x: Any) -> int | None:
+    """``x`` as a Python int when it is an integer of any kind (numpy's too: sizes and factors taken
+    from arrays), else None: YAML's ``true`` (a bool is an int to Python) and a float are not."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        return None
+    return int(x)
+
+
 def _ints(v: Any, path: str | PathKey, lengths: tuple[int, ...] = (), least: int = 1) -> tuple[int, ...]:
     """``v`` as ints >= ``least``: one int, or a list of one of the allowed ``lengths``.
 
     A bool is an int to Python, but YAML's ``true`` is no size; a float is rejected, not rounded.
     """
     items = tuple(v) if isinstance(v, (list, tuple)) and len(v) in lengths else (v,)
-    if all(isinstance(x, int) and not isinstance(x, bool) and x >= least for x in items):
-        return items
+    if all(as_int(x) is not None and x >= least for x in items):
+        return tuple(int(x) for x in items)
     one = "a positive integer" if least == 1 else f"an integer >= {least}"
     alternatives = f" or a list of {' or '.join(map(str, lengths))} of them" if lengths else ""
     raise _bad(path, f"expected {one}{alternatives}, got {v!r}")

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from costmodel import batch_check
 from costmodel.arch import load_architecture
+from costmodel.errors import UserError
 from costmodel.evaluate import evaluate, evaluate_batch
 from costmodel.mapping import Mapping, MappingBatch, batch_inner
 from costmodel.problem import conv2d
@@ -70,11 +71,18 @@ def test_shapes_and_fractional_factors_are_refused():
 
 
 def test_one_invalid_mapping_is_an_error_not_garbage():
-    """The single-mapping API goes through the same check (a factor that does not divide the dim once
-    made the kernel read outside its tables: varying numbers or a crash)."""
+    """The single-mapping API validates the mapping (a factor that does not divide the dim once made
+    the kernel read outside its tables: varying numbers or a crash; a tile that overflows a buffer
+    got numbers)."""
     d = BATCH.mapping(0, PROB).to_dict(ARCH)
     d["levels"][0]["temporal"]["Q"] = 42
-    with pytest.raises(ValueError, match="mapping 0: the factors of dim Q multiply to"):
+    with pytest.raises(UserError, match="dimension Q: factors multiply to"):
+        evaluate(PROB, ARCH, Mapping.from_dict(d, ARCH))
+    d = BATCH.mapping(0, PROB).to_dict(ARCH)  # every loop at the PEs' weight registers (2 words)
+    for lv in d["levels"]:
+        lv["temporal"], lv["spatial_x"], lv["spatial_y"], lv["bypass"] = {}, {}, {}, []
+    d["levels"][3]["temporal"] = {k: v for k, v in PROB.dims if v > 1}
+    with pytest.raises(UserError, match="level pe_weight: tiles of kept tensors need"):
         evaluate(PROB, ARCH, Mapping.from_dict(d, ARCH))
 
 

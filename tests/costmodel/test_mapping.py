@@ -173,3 +173,23 @@ def test_shipped_configs_counts_match_walker(path):
         ref = walk(prob, arch, mapping)
         for f in ("fills", "reads", "updates", "hops", "tile_words"):
             assert np.array_equal(getattr(acc, f)[i], ref[f]), (path.name, f, mapping)
+
+
+def test_numpy_integers_are_integers():
+    """Sizes and factors taken from numpy arrays are accepted as the same ints (and stored as plain
+    ints: the JSON forms stay writable); floats and bools are still refused."""
+    from costmodel.errors import UserError
+    from costmodel.problem import conv2d
+    from costmodel.random_mappings import random_mappings
+
+    arch = load_architecture("tiny")
+    p = conv2d(np.int64(8), 8, np.int32(6), 6, kernel=np.uint8(3), padding=1)
+    assert p == conv2d(8, 8, 6, 6, kernel=3, padding=1) and all(type(n) is int for _, n in p.dims)
+    m = random_mappings(p, arch, 1, seed=2).mapping(0, p)
+    as_numpy = json.loads(json.dumps(m.to_dict(arch)), parse_int=np.int64)
+    again = Mapping.from_dict(as_numpy, arch)
+    again.validate(p, arch)
+    assert again == m and json.dumps(again.to_dict(arch)) == json.dumps(m.to_dict(arch))
+    for bad in (6.0, True):
+        with pytest.raises(UserError, match="expected a positive integer"):
+            conv2d(8, 8, bad, 6)
