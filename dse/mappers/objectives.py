@@ -9,6 +9,7 @@ bounds (a bound on each metric bounds the score). Limits (``max_latency_cycles``
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,10 @@ class Objective:
         if not (0 <= a < math.inf and 0 <= b < math.inf) or a + b <= 0:
             raise UserError(f"objective {self.name!r}: weights must be finite and >= 0, not both 0; got "
                             f"energy {a:g}, latency {b:g}")
+        for limit in ("max_latency_cycles", "max_energy_pj"):
+            v = getattr(self, limit)
+            if v is not None and (not _real(v) or not 0 < v < math.inf):
+                raise UserError(f"objective {self.name!r}: {limit} must be a positive number, got {v!r}")
 
     @classmethod
     def parse(cls, spec: str | Objective | dict[str, Any] | None, **limits: Any) -> Objective:
@@ -44,7 +49,10 @@ class Objective:
         if spec is None:
             spec = "edp"
         if isinstance(spec, dict):
-            return cls(float(spec.get("energy", 0)), float(spec.get("latency", 0)), name="mix", **limits)
+            return cls._from_dict(spec, limits)
+        if not isinstance(spec, str):
+            raise UserError(f"objective: expected a name, a mix like 'energy:1,latency:2', a dict or an "
+                            f"Objective, got {spec!r}")
         key = spec.strip().lower()
         if key in NAMED:
             a, b = NAMED[key]
@@ -61,6 +69,26 @@ class Objective:
             raise UserError(f"objective: expected one of {sorted(NAMED)} or a mix like 'energy:1,latency:2' "
                             f"(each named once), got {spec!r}") from None
         return cls(a, b, name=key, **limits)
+
+    @classmethod
+    def _from_dict(cls, spec: dict[str, Any], limits: dict[str, Any]) -> Objective:
+        """``{"energy": a, "latency": b}`` plus optional limits; also the form :meth:`to_dict` writes.
+        An unknown key is an error: a misspelt weight would silently count as 0."""
+        known = {"energy": "energy_weight", "latency": "latency_weight", "energy_weight": "energy_weight",
+                 "latency_weight": "latency_weight", "max_latency_cycles": "max_latency_cycles",
+                 "max_energy_pj": "max_energy_pj", "name": "name"}
+        unknown = sorted(set(map(str, spec)) - set(known))
+        if unknown:
+            raise UserError(f"objective: unknown key(s) {unknown}; expected energy, latency, max_latency_cycles, "
+                            f"max_energy_pj")
+        fields: dict[str, Any] = {"energy_weight": 0.0, "latency_weight": 0.0, "name": "mix"}
+        for k, v in spec.items():
+            fields[known[k]] = v
+        for w in ("energy_weight", "latency_weight"):
+            if not _real(fields[w]):
+                raise UserError(f"objective: {w.split('_')[0]} weight must be a number, got {fields[w]!r}")
+            fields[w] = float(fields[w])
+        return cls(**{**fields, **limits})
 
     def score(self, energy_pj: np.ndarray, latency_cycles: np.ndarray) -> np.ndarray:
         """Scores (log domain, so large mixes do not overflow); +inf where a limit is exceeded."""
@@ -82,6 +110,10 @@ class Objective:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "energy_weight": self.energy_weight, "latency_weight": self.latency_weight,
                 "max_latency_cycles": self.max_latency_cycles, "max_energy_pj": self.max_energy_pj}
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 def pareto_mask(energy: np.ndarray, latency: np.ndarray) -> np.ndarray:

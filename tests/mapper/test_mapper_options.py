@@ -78,3 +78,26 @@ def test_numpy_values_reach_the_mapper_as_the_same_search():
     a = map_layer(LAYER, ARCH, seed=np.int64(3), max_evaluations=np.int64(400))
     b = map_layer(LAYER, ARCH, seed=3, max_evaluations=400)
     assert a.mapping == b.mapping and a.metrics == b.metrics and a.mappings_evaluated == b.mappings_evaluated <= 400
+
+
+@pytest.mark.parametrize(("spec", "why"), [
+    ({"energy": 1, "latncy": 1}, r"unknown key\(s\) \['latncy'\]"),  # was: energy only, silently
+    ({"energy": "x"}, "energy weight must be a number"),
+    ({"energy": True}, "energy weight must be a number"),
+    ({"energy": 1, "max_energy_pj": -1}, "max_energy_pj must be a positive number"),
+    (3, "expected a name, a mix"),
+    (["edp"], "expected a name, a mix"),
+])
+def test_bad_objective_is_named(spec, why):
+    with pytest.raises(UserError, match=why):
+        map_layer(LAYER, ARCH, spec, max_evaluations=100)
+
+
+def test_objective_dict_limits_are_kept_and_to_dict_round_trips():
+    from dse.mappers.objectives import Objective
+
+    obj = Objective.parse({"energy": 1, "latency": 2, "max_latency_cycles": 5e4})
+    assert (obj.energy_weight, obj.latency_weight, obj.max_latency_cycles) == (1.0, 2.0, 5e4)
+    assert Objective.parse(obj.to_dict()) == obj
+    # the limit acts: a mapping above it scores +inf (infeasible), one below it a number
+    assert np.isinf(obj.score(np.array([1.0]), np.array([6e4])))[0] and np.isfinite(obj.score([1.0], [4e4]))[0]
