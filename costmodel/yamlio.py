@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import numbers
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -269,9 +270,9 @@ def parse_size(value: Any, word_bits: int) -> int:
     Raises ValueError (TypeError for a non-scalar) with the expected form.
     """
     expected = "expected a positive size like '64 KiB', '2 MB' or a word count"
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):  # (numpy numbers too)
         raise TypeError(f"{expected}, got {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, numbers.Real):
         number, unit = _finite(value, value, expected), ""
     elif m := _SIZE.match(value):
         number, unit = _finite(m.group(1), value, expected), m.group(2).lower()
@@ -295,9 +296,9 @@ def parse_size(value: Any, word_bits: int) -> int:
 def parse_frequency(value: Any) -> float:
     """A clock in Hz: a bare number is Hz; ``'1 GHz'``, ``'200 MHz'`` carry units."""
     expected = "expected a positive frequency like '1 GHz' or '200 MHz' (or Hz as a number)"
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):  # (numpy numbers too)
         raise TypeError(f"{expected}, got {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, numbers.Real):
         hz = _finite(value, value, expected)
     elif isinstance(value, str) and (m := _SIZE.match(value)) and m.group(2).lower() in _FREQ_UNITS:
         hz = _finite(m.group(1), value, expected) * _FREQ_UNITS[m.group(2).lower()]

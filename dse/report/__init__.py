@@ -50,7 +50,8 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     pool = front if pick is not None else table[table["state"] == "COMPLETE"]
     row = pool[pool["trial"] == pick].iloc[0] if pick is not None else pool.iloc[0]
     design = evaluate_design(study, load_layers(study), {k.name: row[k.name] for k in study.sampled_knobs})
-    assert design.arch is not None
+    if design.arch is None:  # (a completed trial's design: only a changed hardware template makes it invalid)
+        raise UserError(f"{study_dir}: trial {int(row['trial'])}'s design is no longer valid: {design.invalid}")
     area = dict(area_breakdown(design.arch))
     # each design once: a revisited design (same_as) would weigh its knob values twice
     importance = main_effects(table[table["same_as"].isna()], [k.name for k in study.sampled_knobs], objectives)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from costmodel.errors import UserError
 from dse.study.knobs import apply_knobs, knob_values
 from dse.study.metrics import LayerResult, study_metrics, workload_metrics
@@ -131,7 +133,9 @@ def map_network(workload: Workload, arch: Architecture, study: Study) -> list[La
 
 
 def evaluate_design(study: Study, layers: Layers, sampled: dict[str, Any]) -> DesignResult:
-    """Metrics and constraint violations of one design; invalid designs carry the reason."""
+    """Metrics and constraint violations of one design; invalid designs carry the reason. ``sampled``
+    may come from a trials table: numpy scalars are taken as the Python values they hold."""
+    sampled = {k: v.item() if isinstance(v, np.generic) else v for k, v in sampled.items()}
     values = knob_values(study.knobs, sampled)
     res = DesignResult(values)
     try:

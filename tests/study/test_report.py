@@ -183,3 +183,23 @@ def test_metric_axis_labels_carry_units() -> None:
 
     assert [metric_label(n) for n in ("power_mw", "latency_ms", "area_mm2", "edp")] == \
         ["power (mW)", "latency (ms)", "area (mm²)", "edp"]
+
+
+def test_report_of_a_study_whose_knobs_are_plain_numbers(tmp_path: Path) -> None:
+    """A capacity and a clock given as bare numbers (words, Hz): the trials table holds them as
+    numpy integers, which the report's design must take as the numbers they are (it was a bare
+    AssertionError)."""
+    import numpy as np
+
+    from dse.report import write_report
+    from dse.study.design import build_arch
+    from dse.study.runner import read_study
+
+    knobs = {"glb": {"path": "levels.buffer.capacity", "choices": [1024, 4096]},
+             "clk": {"path": "clock", "choices": [200_000_000, 400_000_000]}}
+    res = run_study(small_study(tmp_path, sampler="random", trials=3, knobs=knobs))
+    out = write_report(res.out, tmp_path / "r.html")
+    assert out.exists() and "Energy breakdown" in out.read_text()
+    study, _ = read_study(res.out)
+    arch = build_arch(study, {"glb": np.int64(4096), "clk": np.int64(400_000_000)})
+    assert arch.level("buffer").capacity_words == 4096 and arch.clock_hz == 4e8
