@@ -70,6 +70,15 @@ class Problem:
             if as_int(n) is None or n < 1:
                 raise UserError(f"problem {self.kind}: dimension {d} must be a positive integer, got {n!r}")
         object.__setattr__(self, "dims", tuple((d, int(n)) for d, n in self.dims))  # (numpy ints: plain ints)
+        if not names:
+            raise UserError(f"problem {self.kind}: no dimensions")
+        # the configs hold tensors by these roles (a level's `holds`), and so does the cost model
+        roles = sorted(t.name for t in self.tensors)
+        outputs = [t.name for t in self.tensors if t.is_output]
+        if roles != sorted(TENSOR_ROLES) or outputs != ["O"]:
+            got = ", ".join(t.name + (" (output)" if t.is_output else "") for t in self.tensors) or "none"
+            raise UserError(f"problem {self.kind}: expected the tensors I, W and O (the output), each once; "
+                            f"got {got}")
         _ints(self.psum_bits, "psum_bits")
         for t in self.tensors:
             unknown = t.dims() - set(names)

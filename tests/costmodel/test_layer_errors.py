@@ -89,6 +89,12 @@ EINSUM_CASES = {
     "tensors": (lambda d: d.update(tensors=5), "field 'tensors': expected a list"),
     "typo": (lambda d: d.update(psum_bit=16), "unknown field 'psum_bit'"),
     "tensor typo": (lambda d: d["tensors"][0].update(bit=4), "unknown field 'tensors[0].bit'"),
+    # the configs hold tensors by role: other names were bypassed at every on-chip level, silently
+    "tensor names": (lambda d: [t.update(name=n) for t, n in zip(d["tensors"], "ABC")],
+                     "expected the tensors I, W and O (the output), each once; got A, B, C (output)"),
+    "tensor twice": (lambda d: d["tensors"][1].update(name="I"), "got I, I, O (output)"),
+    "no output": (lambda d: d["tensors"][2].update(is_output=False), "got I, W, O"),
+    "no dims": (lambda d: d.update(dims={}, tensors=[]), "no dimensions"),
 }
 
 
