@@ -372,6 +372,9 @@ class Architecture(BaseModel):
 
 def resolve_path(path_or_name: str | Path) -> Path:
     """A path, or a bare config name -> ``<repo>/hwconfigs/<name>.yaml``."""
+    if not isinstance(path_or_name, (str, Path)):
+        raise TypeError(f"a hardware config: expected a path or a shipped config's name, got "
+                        f"{type(path_or_name).__name__} {path_or_name!r:.60}")
     p = Path(path_or_name)
     if p.exists() or p.suffix in (".yaml", ".yml") or len(p.parts) > 1:
         return p
@@ -392,6 +395,18 @@ def load_architecture(path_or_name: str | Path) -> Architecture:
     """Load, validate and resolve a hwconfig; any mistake -> UserError with file:line: field."""
     data, lines, path = load_config_data(path_or_name)
     return architecture_from_dict(data, lines, source=str(path))
+
+
+def as_architecture(arch: Any) -> Architecture:
+    """An API argument that names a config: an Architecture (or a stand-in with its fields, as tests
+    build), or a shipped config's name or a YAML path, loaded. Anything else is a TypeError that says
+    so, not an AttributeError from deep inside."""
+    if isinstance(arch, (str, Path)):
+        return load_architecture(arch)
+    if not hasattr(arch, "levels"):
+        raise TypeError(f"arch: expected an Architecture (load_architecture(...)), a config name or a path, "
+                        f"got {type(arch).__name__}")
+    return arch
 
 
 def architecture_from_dict(data: Any, lines: LineMap | None = None, source: str = "<dict>") -> Architecture:

@@ -79,8 +79,13 @@ class BatchEvaluation:
         return pd.DataFrame(cols)
 
     def row(self, i: int, area: dict[str, float]) -> Evaluation:
-        """Mapping ``i`` as an :class:`Evaluation`."""
-        return Evaluation(self, i, area)
+        """Mapping ``i`` as an :class:`Evaluation`; ``area`` is the config's area breakdown
+        (costmodel.area.area_breakdown: its parts and their ``total``)."""
+        if isinstance(i, bool) or not hasattr(i, "__index__") or not -len(self) <= i < len(self):
+            raise IndexError(f"row {i!r}: the batch has {len(self)} mappings")
+        if "total" not in area:
+            raise ValueError("area: expected costmodel.area.area_breakdown(arch), with its 'total'")
+        return Evaluation(self, int(i) % len(self), dict(area))
 
 
 def _scalar(name: str) -> property:
@@ -169,7 +174,14 @@ def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *,
     of bounds; the mappers, whose batches are valid by construction, skip it (it costs 6-9 % of the
     evaluation: a second pass over the batch)."""
     from costmodel.analysis import CountStage
+    from costmodel.arch import as_architecture
+    from costmodel.mapping import MappingBatch
+    from costmodel.problem import expect_problem
 
+    problem, arch = expect_problem(problem), as_architecture(arch)
+    if not isinstance(batch, MappingBatch):
+        raise TypeError(f"batch: expected a MappingBatch (MappingBatch.from_mappings([...], problem, arch), or "
+                        f"evaluate() for one Mapping), got {type(batch).__name__}")
     if not isinstance(overlap, (bool, np.bool_)):  # "no" would be taken as True
         raise TypeError(f"evaluate_batch: overlap must be True or False, got {overlap!r}")
     level_names = tuple(lv.name for lv in arch.levels)
@@ -211,9 +223,15 @@ def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap:
 
     A padded mapping is costed as the padded loop nest it executes (padded MACs and tiles take energy
     and cycles); ``macs`` and ``utilization`` count the layer's real MACs."""
+    from costmodel.arch import as_architecture
     from costmodel.area import area_breakdown
-    from costmodel.mapping import MappingBatch
+    from costmodel.mapping import Mapping, MappingBatch
+    from costmodel.problem import expect_problem
 
+    problem, arch = expect_problem(problem), as_architecture(arch)
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"mapping: expected a Mapping (Mapping.from_dict(data, arch) or load_mapping(path, ...)), "
+                        f"got {type(mapping).__name__}")
     mapping.validate(problem, arch)
     executed = mapping.problem_for(problem)
     batch = MappingBatch.from_mappings([mapping], executed, arch)

@@ -183,6 +183,14 @@ def _bad(path: str | PathKey, problem: str) -> FieldError:
     return FieldError(path, f"field '{_label(path)}': {problem}")
 
 
+def expect_problem(problem: Any) -> Problem:
+    """An API argument that must be a Problem: a TypeError that says so, not one from deep inside."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem: expected a costmodel.problem.Problem (conv2d(...), matmul(...), "
+                        f"Problem.from_dict(...)), got {type(problem).__name__}")
+    return problem
+
+
 def as_int(x: Any) -> int | None:
     """``x`` as a Python int when it is an integer of any kind (numpy's too: sizes and factors taken
     from arrays), else None: YAML's ``true`` (a bool is an int to Python) and a float are not."""

@@ -115,6 +115,10 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
                     max_rounds: int = 200) -> MappingBatch:
     """``n`` random valid mappings (a MappingBatch); raises RuntimeError if too few are valid within
     ``max_rounds`` rounds per ``ROUND_MAX`` mappings asked for."""
+    from costmodel.arch import as_architecture
+    from costmodel.problem import expect_problem
+
+    problem, arch = expect_problem(problem), as_architecture(arch)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"random_mappings: n must be an integer >= 0, got {n!r}")
     if not 0 <= bypass_p <= 1:

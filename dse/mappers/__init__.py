@@ -24,6 +24,10 @@ def map_layer(problem: Problem, arch: Architecture, objective: Any = "edp", *, m
     mapper's ``max_evaluations`` / ``time_limit_s``); the exhaustive one is seeded by a fast run.
     Where the config allows padding (``mapspace.padding``), the padded problems are searched too
     (:mod:`dse.mappers.padding`). (Persistence and whole networks: :mod:`dse.mapdb`, :mod:`dse.network`.)"""
+    from costmodel.arch import as_architecture
+    from costmodel.problem import expect_problem
+
+    problem, arch = expect_problem(problem), as_architecture(arch)
     obj = Objective.parse(objective)
     if mapper not in MAPPERS:
         raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")

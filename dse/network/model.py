@@ -31,10 +31,13 @@ DbSpec = MappingDB | str | Path | bool | None
 
 
 def open_db(db: DbSpec) -> MappingDB | None:
+    """``db``: True (the default database), False or None (none), a path, or an open MappingDB."""
     if db is None or db is False:
         return None
     if isinstance(db, MappingDB):
         return db
+    if db is not True and not isinstance(db, (str, Path)):
+        raise TypeError(f"db: expected True, False, a path or a MappingDB, got {type(db).__name__} {db!r:.40}")
     return MappingDB(None if db is True else db)
 
 
@@ -123,8 +126,14 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
     if mapper not in MAPPERS:
         raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
     workers = check_workers(workers)
-    hw = arch if not isinstance(arch, (str, Path)) else api.load_hw(arch)
-    wl = workload if not isinstance(workload, (str, Path)) else api.load_workload(workload)
+    from compiler.frontend.workload import Workload as _Workload
+    from costmodel.arch import as_architecture
+
+    hw = as_architecture(arch)
+    if not isinstance(workload, (str, Path, _Workload)):
+        raise TypeError(f"workload: expected a Workload (load_workload(...)), a zoo model's name or an ONNX path, "
+                        f"got {type(workload).__name__} (one layer: best_mapping or map_layer)")
+    wl = workload if isinstance(workload, _Workload) else api.load_workload(workload)
     selected = _select(wl, layer)
     area = dict(area_breakdown(hw))
 
@@ -199,9 +208,10 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
 def best_mapping(problem: Problem, arch: Architecture | str | Path, *, objective: Any = "edp",
                  mapper: str = "fast", seed: int = 0, db: DbSpec = True, **options: Any) -> LayerResult:
     """The best mapping of one layer, from the database when it was searched before."""
-    from dse import api
+    from costmodel.arch import as_architecture
+    from costmodel.problem import expect_problem
 
-    hw = arch if not isinstance(arch, (str, Path)) else api.load_hw(arch)
+    problem, hw = expect_problem(problem), as_architecture(arch)
     s = search_for(problem, hw, objective, mapper, seed, options, (problem.describe(),))
     store = open_db(db)
     try:

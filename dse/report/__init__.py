@@ -152,6 +152,8 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
                         f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one with --hw")
     layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in doc["layers"]
                                           if x.get("latency_cycles") or x.get("energy_pj")]}
+    if not any(layers.values()):
+        raise UserError(f"{src}: holds no layer with energy or latency to report")
     objective = doc.get("objective") or {}
     summary = (f"{doc.get('model')} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
                f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "

@@ -298,6 +298,9 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
     """Run (or resume) a study until it has ``trials`` finished trials (default: the file's).
     ``dask``: a Dask scheduler address (or Client/cluster) to run the new trials on."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for name, value in (("trials", trials), ("workers", workers)):  # (the CLI's flags check their own)
+        if value is not None and (isinstance(value, bool) or not hasattr(value, "__index__") or value < 1):
+            raise UserError(f"{name}: expected a positive integer, got {value!r}")
     study = load_study(path)
     out_dir = Path(out) if out else study.output
     study.output = out_dir

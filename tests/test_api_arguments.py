@@ -1,0 +1,86 @@
+"""Wrong arguments at the Python API: an error that names the argument and what was expected (a
+TypeError for a wrong kind of object, a UserError or IndexError for a bad value), never an
+AttributeError from deep inside or a file created by accident; and a config may be named where an
+Architecture is expected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from costmodel.arch import load_architecture
+from costmodel.errors import UserError
+from costmodel.evaluate import evaluate, evaluate_batch
+from costmodel.problem import matmul
+from costmodel.random_mappings import random_mappings
+from dse.mappers import map_layer
+from dse.network import best_mapping, map_model
+
+ARCH = load_architecture("tiny")
+LAYER = matmul(8, 8, 8)
+BATCH = random_mappings(LAYER, ARCH, 4, seed=1)
+MAPPING = BATCH.mapping(0, LAYER)
+
+
+@pytest.mark.parametrize(("call", "names"), [
+    (lambda: evaluate(LAYER, ARCH, MAPPING.to_dict(ARCH)), "mapping: expected a Mapping"),
+    (lambda: evaluate(LAYER.to_dict(), ARCH, MAPPING), "problem: expected a costmodel.problem.Problem"),
+    (lambda: evaluate_batch(LAYER, ARCH, [MAPPING]), "batch: expected a MappingBatch"),
+    (lambda: evaluate_batch(LAYER, ARCH, MAPPING), "batch: expected a MappingBatch"),
+    (lambda: random_mappings(LAYER, 3, 2), "arch: expected an Architecture"),
+    (lambda: map_layer("matmul", ARCH), "problem: expected"),
+    (lambda: map_model(LAYER, ARCH, db=False), "workload: expected a Workload"),
+    (lambda: best_mapping(LAYER, ARCH, db=1), "db: expected True, False, a path or a MappingDB"),
+    (lambda: load_architecture(None), "a hardware config: expected a path"),
+])
+def test_wrong_kind_of_object_is_a_type_error_naming_the_argument(call, names):
+    with pytest.raises(TypeError, match=names):
+        call()
+
+
+def test_a_config_name_serves_as_the_architecture():
+    """As map_model and best_mapping already took it: evaluate, evaluate_batch, random_mappings and
+    map_layer give the same numbers for "tiny" as for the loaded config."""
+    assert evaluate(LAYER, "tiny", MAPPING).energy_pj == evaluate(LAYER, ARCH, MAPPING).energy_pj
+    assert (evaluate_batch(LAYER, "tiny", BATCH).energy_pj == evaluate_batch(LAYER, ARCH, BATCH).energy_pj).all()
+    assert random_mappings(LAYER, "tiny", 4, seed=1).mapping(2, LAYER) == BATCH.mapping(2, LAYER)
+    a = map_layer(LAYER, "tiny", max_evaluations=200)
+    assert a.mapping == map_layer(LAYER, ARCH, max_evaluations=200).mapping
+
+
+def test_row_of_a_batch_checks_its_index_and_area():
+    ev = evaluate_batch(LAYER, ARCH, BATCH)
+    from costmodel.area import area_breakdown
+
+    area = dict(area_breakdown(ARCH))
+    assert ev.row(-1, area).energy_pj == ev.energy_pj[3]
+    for i in (4, -5, 1.0, True):
+        with pytest.raises(IndexError, match="the batch has 4 mappings"):
+            ev.row(i, area)
+    with pytest.raises(ValueError, match="area_breakdown"):
+        ev.row(0, {})
+
+
+def test_run_study_checks_trials_and_workers(tmp_path: Path):
+    from dse.study.runner import run_study
+    from tests.study.helpers import small_study
+
+    path = small_study(tmp_path, trials=2)
+    for kw in ({"trials": -1}, {"trials": 0}, {"trials": 1.5}, {"trials": "2"}, {"workers": 0}, {"workers": "2"}):
+        with pytest.raises(UserError, match=f"{next(iter(kw))}: expected a positive integer"):
+            run_study(path, **kw)
+    assert not (tmp_path / "out").exists()
+
+
+def test_map_document_without_costed_layers(tmp_path: Path):
+    from dse.report import write_map_report
+
+    doc = {"hw": "tiny", "layers": [], "energy_pj": 0, "latency_s": 0, "power_mw": 0, "area_mm2": 0,
+           "utilization": 0, "config_fingerprint": ARCH.fingerprint()}
+    src = tmp_path / "m.json"
+    src.write_text(json.dumps(doc))
+    with pytest.raises(UserError, match="holds no layer with energy or latency"):
+        write_map_report(src, tmp_path / "r.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
