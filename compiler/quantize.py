@@ -75,6 +75,9 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
         if elem not in _ONNX_FLOAT:
             raise UserError(f"model input {name!r} has ONNX element type {elem}, expected float32 for quantization "
                             "(give an already-quantized QDQ model instead)")
+    if calibration is not None and not isinstance(calibration, dict):
+        raise TypeError(f"calibration: expected a dict of input name -> array (the model's inputs: "
+                        f"{sorted(specs)}), got {type(calibration).__name__}")
     if calibration is not None:
         unknown = sorted(set(calibration) - set(specs))
         if unknown:

@@ -231,6 +231,8 @@ class LatencyStage:
                  overlap: bool = True, systolic_mode: SystolicMode | None = None) -> None:
         plan = plan_for(LatencyPlan, problem, arch)
         mode = latency_kernel.NONE
+        if systolic_mode is not None:
+            _mode(systolic_mode)  # a mistyped mode is an error on any config (it only matters on a systolic one)
         if arch.systolic is not None:
             mode = _mode(systolic_mode or ("overlapped" if overlap else "scalesim"))
         b = len(batch)

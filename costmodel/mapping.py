@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.padding import check_padding, padded_problem, padding_hint
 from costmodel.problem import Problem, as_int
@@ -178,6 +177,10 @@ class Mapping:
 
     # ---- serialization ---------------------------------------------------------------------------
     def to_dict(self, arch: Architecture | None = None) -> dict[str, Any]:
+        """Plain data (:meth:`from_dict`'s form); with ``arch``, each level entry names its level."""
+        if arch is not None and len(arch.levels) != len(self.levels):
+            raise ValueError(f"mapping: has {len(self.levels)} levels, architecture {arch.name} has "
+                             f"{len(arch.levels)}: it is not a mapping on this config")
         out = []
         for i, lm in enumerate(self.levels):
             d = lm.to_dict()
@@ -239,17 +242,16 @@ class Mapping:
             import yaml
 
             text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-        return path
+        return atomic_write_text(path, text)  # (its folder created; an unwritable path is a UserError)
 
     # ---- printout --------------------------------------------------------------------------------
     def loop_nest(self, problem: Problem, arch: Architecture) -> str:
         """The loop nest as Python-like text: one line per loop (factor > 1), spatial loops as
-        ``parallel_for``, and per level the tile (words) of each tensor it keeps."""
+        ``parallel_for``, and per level the tile (words) of each tensor it keeps. (A mapping of
+        another layer or config is a UserError, as :meth:`validate` says.)"""
         from costmodel.tiles import tile_words
+
+        self.validate(problem, arch)
 
         sizes = problem.sizes
         problem = self.problem_for(problem)
@@ -365,8 +367,11 @@ class MappingBatch:
         return cls(*(a.transpose(2, 0, 1) for a in (tem, sx, sy, order, keep)))
 
     def mapping(self, i: int, problem: Problem) -> Mapping:
-        """Mapping ``i`` as a Mapping (bypass = tensors not kept)."""
+        """Mapping ``i`` as a Mapping (bypass = tensors not kept) of ``problem``, the layer of the batch."""
         dims, tensors = problem.dim_names, [t.name for t in problem.tensors]
+        if (len(dims), len(tensors)) != (self.temporal.shape[2], self.keep.shape[2]):
+            raise ValueError(f"MappingBatch.mapping: the batch has {self.temporal.shape[2]} dims and "
+                             f"{self.keep.shape[2]} tensors, {problem.describe()} has {len(dims)} and {len(tensors)}")
         levels = []
         for li in range(self.temporal.shape[1]):
             def facs(a: np.ndarray, li: int = li) -> dict[str, int]:

@@ -70,7 +70,12 @@ def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap:
 
 def simulate(binary: str | Path, inputs: dict[str, np.ndarray], timing: bool = True) -> Any:
     """Run an ``.axb`` binary on the functional (and timing) simulator."""
+    import numpy
+
     from compiler.sim import simulate as _simulate
+
+    if not isinstance(timing, (bool, numpy.bool_)):  # "no" would be taken as True
+        raise TypeError(f"simulate: timing must be True or False, got {timing!r}")
 
     return _simulate(binary, inputs, timing=timing)
 

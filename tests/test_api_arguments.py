@@ -84,3 +84,29 @@ def test_map_document_without_costed_layers(tmp_path: Path):
     with pytest.raises(UserError, match="holds no layer with energy or latency"):
         write_map_report(src, tmp_path / "r.html")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+def test_mapping_of_another_layer_or_config_is_refused(tmp_path: Path):
+    from costmodel.mapping import load_mapping
+    from costmodel.problem import conv2d
+
+    conv_like = random_mappings(conv2d(4, 4, 4, 4, kernel=3), ARCH, 1, seed=1)  # 8 dims, not 4
+    with pytest.raises(ValueError, match="the batch has 8 dims and 3 tensors"):
+        conv_like.mapping(0, LAYER)
+    with pytest.raises(ValueError, match="has 3 levels, architecture tpu_like has 4"):
+        MAPPING.to_dict(load_architecture("tpu_like"))
+    with pytest.raises(UserError, match="factors multiply to"):
+        MAPPING.loop_nest(matmul(16, 8, 8), ARCH)
+    saved = MAPPING.save(tmp_path / "new" / "m.yaml", ARCH)  # a missing folder is created
+    assert load_mapping(saved, LAYER, ARCH) == MAPPING
+    with pytest.raises(UserError, match="cannot write"):
+        MAPPING.save(tmp_path / "new", ARCH)  # a folder
+
+
+def test_flags_of_the_wrong_kind(tmp_path: Path):
+    from dse import api
+
+    with pytest.raises(ValueError, match="unknown systolic mode 'bogus'"):
+        evaluate_batch(LAYER, ARCH, BATCH, systolic_mode="bogus")  # tiny is no systolic array: still a typo
+    with pytest.raises(TypeError, match="timing must be True or False"):
+        api.simulate(tmp_path / "x.axb", {}, timing="no")

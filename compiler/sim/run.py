@@ -147,6 +147,9 @@ def _find_target(fingerprint: str) -> Target:
 
 def _place_inputs(state: MachineState, program: Program, inputs: dict[str, np.ndarray]) -> None:
     wanted = {io.name: io for io in program.io if io.direction == "input"}
+    if not isinstance(inputs, dict):
+        raise TypeError(f"inputs: expected a dict of input name -> array (the binary's inputs: {sorted(wanted)}), "
+                        f"got {type(inputs).__name__}")
     unknown = sorted(set(inputs) - set(wanted))
     if unknown:
         raise UserError(f"input(s) {unknown} are not inputs of this binary; its inputs are {sorted(wanted)}")

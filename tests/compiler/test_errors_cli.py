@@ -53,6 +53,8 @@ def test_missing_model_and_wrong_calibration(tmp_path):
         compile_model(tmp_path / "empty.onnx", Target())
     with pytest.raises(UserError, match="calibration input 'x': shape"):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"x": np.zeros((3, 9), np.float32)})
+    with pytest.raises(TypeError, match=r"calibration: expected a dict of input name -> array \(the model's inputs: \['x'\]\)"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration=np.zeros((1, 8), np.float32))
 
 
 def test_layer_too_big_for_the_scratchpad(tmp_path):

@@ -178,3 +178,9 @@ def test_removing_any_single_token_flag_is_reported(tiles):
         program.instructions[i] = dataclasses.replace(program.instructions[i], **{flag: False})
         with pytest.raises(SimError, match=r"^(race|deadlock)"):
             simulate(program, {}, functional=False)
+
+
+def test_inputs_must_be_a_dict_by_name():
+    program, inputs = conv_with()
+    with pytest.raises(TypeError, match=r"inputs: expected a dict of input name -> array \(the binary's inputs: \['x'\]\)"):
+        simulate(program, inputs["x"])
