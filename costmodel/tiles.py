@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +82,11 @@ def autocorrelation(ind: np.ndarray) -> np.ndarray:
     return np.concatenate([ac[size - n + 1:], ac[:n]])
 
 
+TABLE_MAX = 2**27
+"""Entries of one window axis's overlap table at most (1 GiB of int64): a long 1-D sequence whose
+length has many divisors (56,159 samples, a 720-tap window) asked for 3 GiB."""
+
+
 class WindowTable:
     """Unmerged tiles of a multi-term axis: sum-set size and self-overlap at every shift.
 
@@ -99,8 +105,14 @@ class WindowTable:
             lk[dv] = np.arange(len(dv))
             self.lookup.append(lk)
         self.radix = [len(dv) for dv in divs]
-        rows = list(itertools.product(*divs))
         e = self.span
+        n_rows = math.prod(len(dv) for dv in divs)
+        if n_rows * (2 * e + 1) > TABLE_MAX:
+            dims = " and ".join(str(sizes[d]) for _, d in axis.terms)
+            raise UserError(f"a window axis over dims of sizes {dims}: its overlap table would take {n_rows} tile shapes x "
+                            f"{2 * e + 1} shifts = {n_rows * (2 * e + 1) * 8 / 2**30:.1f} GiB (at most "
+                            f"{TABLE_MAX * 8 / 2**30:.0f} GiB); split the layer along this axis")
+        rows = list(itertools.product(*divs))
         self.size = np.zeros(len(rows), np.int64)
         self.overlap = np.zeros((len(rows), 2 * e + 1), np.int64)
         for r, ns in enumerate(rows):

@@ -166,3 +166,15 @@ def test_cli_example_still_evaluates(tmp_path):
                "--mapping", REPO / "examples" / "mappings" / "tiny_small_matmul.yaml", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["macs"] == 64 * 32 * 48
+
+
+def test_window_table_too_large_is_refused_before_it_is_built():
+    """A long 1-D sequence with a highly composite length (56,159 samples, 720 taps: 120 x 30 tile
+    shapes x 112,321 shifts) asked for 3 GiB; it is a UserError now, and a smaller one still works."""
+    from costmodel.arch import load_architecture
+    from costmodel.random_mappings import random_mappings
+
+    arch = load_architecture("tiny")
+    with pytest.raises(UserError, match=r"3600 tile shapes x 112321 shifts = 3\.0 GiB .*split the layer"):
+        random_mappings(conv1d(1, 1, 56159, kernel=720), arch, 2)
+    assert len(random_mappings(conv1d(1, 1, 4000, kernel=9), arch, 2)) == 2
