@@ -59,7 +59,8 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
     title, sections = parse_report(Path(report_html).read_text())
     texts = [s for s in sections if s.png is None]
     plots = [s for s in sections if s.png is not None]
-    table_in = sum(0.25 * (min(len(s.table), TABLE_ROWS + 1) + 1) for s in texts if s.table)
+    table_in = sum(0.25 * (min(len(s.table), TABLE_ROWS + 1) + 1) + 0.12 * (len(s.table) > TABLE_ROWS + 1)
+                   for s in texts if s.table)
     text_in = 0.9 + sum(0.5 + 0.22 * len(textwrap.wrap(s.text, 150)) for s in texts) + table_in
     rows = (len(plots) + 1) // 2
     plot_in = 4.5 + 0.35
@@ -85,6 +86,10 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
                 tab.auto_set_font_size(False)
                 tab.set_fontsize(8)
                 y -= h + 0.3 / height
+                if len(s.table) > n:  # (the page shows the first rows; the HTML has them all)
+                    fig.text(0.01, y + 0.22 / height, f"... and {len(s.table) - n} more rows in the HTML report",
+                             fontsize=8, va="top", color="0.3")
+                    y -= 0.12 / height
             y -= 0.18 / height
         for i, s in enumerate(plots):
             col, row = i % 2, i // 2

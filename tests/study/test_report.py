@@ -203,3 +203,24 @@ def test_report_of_a_study_whose_knobs_are_plain_numbers(tmp_path: Path) -> None
     study, _ = read_study(res.out)
     arch = build_arch(study, {"glb": np.int64(4096), "clk": np.int64(400_000_000)})
     assert arch.level("buffer").capacity_words == 4096 and arch.clock_hz == 4e8
+
+
+def test_page_says_how_many_table_rows_it_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page shows the first TABLE_ROWS rows of a table and says how many more the HTML holds."""
+    from matplotlib.figure import Figure
+
+    from dse.report.html import Section, render
+    from dse.report.page import TABLE_ROWS, render_page
+
+    def table(n: int) -> str:
+        return pd.DataFrame({"trial": range(n), "energy_pj": [1.5] * n}).to_html(index=False)
+
+    said: list[str] = []
+    real = Figure.text
+    monkeypatch.setattr(Figure, "text", lambda self, x, y, s, *a, **k: said.append(s) or real(self, x, y, s, *a, **k))
+    for n, note in ((TABLE_ROWS + 12, "... and 12 more rows in the HTML report"), (TABLE_ROWS, None)):
+        said.clear()
+        html = tmp_path / f"r{n}.html"
+        html.write_text(render("t", [Section("ppa", "PPA", table=table(n))]))
+        render_page(html, tmp_path / f"p{n}.png")
+        assert [s for s in said if "more rows" in s] == ([note] if note else [])
