@@ -18,12 +18,20 @@ from costmodel.errors import UserError
 
 
 def _umask() -> int:
+    """The process's umask, read where Linux shows it (setting it to read it back would change it,
+    for a moment, for every thread of the process); elsewhere by setting and restoring it."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
 
-_MODE = 0o666 & ~_umask()  # what open() would give a new file (mkstemp's own is 0600)
+def _new_file_mode() -> int:
+    """What open() would give a new file now (mkstemp's own is 0600)."""
+    return 0o666 & ~_umask()
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:
@@ -38,7 +46,7 @@ def _temp_beside(path: Path) -> tuple[int, str]:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    os.fchmod(fd, _MODE)
+    os.fchmod(fd, _new_file_mode())
     return fd, tmp
 
 
