@@ -59,9 +59,13 @@ def canonical(data: Any) -> str:
 
 
 def layer_signature(problem: Problem) -> str:
-    """16 hex chars identifying a layer's shape: equal Problems give equal signatures."""
+    """16 hex chars identifying a layer's shape: equal Problems give equal signatures, and only they.
+    The dims go in as an ordered list: their order is the problem's loop numbering, which the search
+    follows (``canonical`` sorts dict keys, so as a dict two orders of one layer shared a key and a
+    warm database answered one with the other's search)."""
     d = problem.to_dict()
     d.pop("params", None)
+    d["dims"] = [[name, size] for name, size in problem.dims]
     return hashlib.sha256(canonical(d).encode()).hexdigest()[:16]
 
 

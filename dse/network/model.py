@@ -68,14 +68,23 @@ def search_for(problem: Problem, arch: Architecture, objective: Any, mapper: str
     return Search(key, problem, obj, mapper, seed, options, layers)
 
 
-def _evaluated(layer_name: str, problem: Problem, arch: Architecture, stored: Stored) -> tuple[Mapping, dict]:
-    """The stored mapping of a search, checked, and its metrics (before a layer's post-ops)."""
+def _evaluated(layer_name: str, search: Search, arch: Architecture, stored: Stored) -> tuple[Mapping, dict]:
+    """The stored mapping of a search, checked, and its metrics (before a layer's post-ops) under the
+    search's own latency model (``overlap``, ``systolic_mode``: the numbers it optimized)."""
     from costmodel.evaluate import evaluate
     from costmodel.mapping import Mapping
 
+    problem = search.problem
     m = Mapping.from_dict(stored.mapping, where=f"mapping database entry for {layer_name}")
     m.validate(problem, arch, where=f"mapping database entry for {layer_name}")
-    return m, evaluate(problem, arch, m).to_dict()
+    timing = {k: v for k, v in search.options.items() if k in ("overlap", "systolic_mode")}
+    return m, evaluate(problem, arch, m, **timing).to_dict()
+
+
+def _storable(search: Search) -> bool:
+    """Whether a search's answer may be kept for later runs: not one cut off by a time limit, which
+    depends on the machine's speed (a warm run would then differ from a fresh one)."""
+    return "time_limit_s" not in search.options
 
 
 def _mac_result(layer_name: str, op_type: str, problem: Problem, arch: Architecture,
@@ -163,7 +172,8 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
         from_db = set(answers)
         todo = [s for d, s in searches.items() if d not in answers]
         t0 = time.perf_counter()
-        put = (lambda s, st: store.put(s.key, s.problem, st)) if store is not None else None
+        put = ((lambda s, st: store.put(s.key, s.problem, st) if _storable(s) else None)
+               if store is not None else None)
         answers.update(solve(todo, hw, workers=workers, progress=progress, on_done=put))
         search_seconds = time.perf_counter() - t0 if todo else 0.0
     finally:
@@ -178,7 +188,7 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
         if x.name in layer_digest:
             d = layer_digest[x.name]
             if d not in plain:
-                plain[d] = _evaluated(x.name, x.problem, hw, answers[d])
+                plain[d] = _evaluated(x.name, searches[d], hw, answers[d])
             r = _mac_result(x.name, x.op_type, x.problem, hw, plain[d], x.vector_ops)
             r.from_db = d in from_db
             if d in done:
@@ -219,12 +229,12 @@ def best_mapping(problem: Problem, arch: Architecture | str | Path, *, objective
         from_db = stored is not None
         if stored is None:
             stored = solve([s], hw, workers=1, progress=False)[s.key.digest]
-            if store is not None:
+            if store is not None and _storable(s):
                 store.put(s.key, problem, stored)
     finally:
         if store is not None and not isinstance(db, MappingDB):
             store.close()
-    r = _mac_result(problem.describe(), problem.kind, problem, hw, _evaluated(problem.describe(), problem, hw, stored))
+    r = _mac_result(problem.describe(), problem.kind, problem, hw, _evaluated(problem.describe(), s, hw, stored))
     r.from_db = from_db
     if not from_db:
         r.mappings_evaluated, r.search_seconds = stored.mappings_evaluated, stored.search_seconds

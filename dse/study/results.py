@@ -1,7 +1,8 @@
 """A study's trials as a table (one row per trial: knobs, metrics, feasibility) and its Pareto set.
 
-Columns: ``trial``, ``state``, ``same_as`` (the earlier trial whose evaluation a revisited design
-copies; a nullable integer), ``feasible``, ``invalid`` (reason, for pruned designs), every knob
+Columns: ``trial``, ``state``, ``same_as`` (the first earlier trial of the same design, which a
+revisited design's evaluation copies; a nullable integer; taken from the trials' parameters, so that
+it does not depend on which worker finished first), ``feasible``, ``invalid`` (reason, for pruned designs), every knob
 (derived ones included), every metric, and ``violation:<constraint>`` -- all of them even when no
 trial has values for them yet. ``write_tables`` writes ``trials.csv`` and ``trials.parquet``
 (pyarrow; atomically: never a partial file).
@@ -30,11 +31,16 @@ def trials_table(study: Study, ost: optuna.Study) -> pd.DataFrame:
 
     rows = []
     knob_names = [k.name for k in study.knobs]
-    for t in ost.get_trials(deepcopy=False):
+    first: dict[tuple, int] = {}  # design (its sampled parameters) -> the first finished trial of it
+    for t in sorted(ost.get_trials(deepcopy=False), key=lambda t: t.number):
         knobs = t.user_attrs.get("knobs", t.params)
         metrics = t.user_attrs.get("metrics", {})
         viol = t.user_attrs.get("violations", {})
-        row = {"trial": t.number, "state": t.state.name, "same_as": t.user_attrs.get("same_as"),
+        design = tuple(sorted(t.params.items()))
+        same_as = first.get(design)
+        if same_as is None and t.state.name in ("COMPLETE", "PRUNED"):
+            first[design] = t.number
+        row = {"trial": t.number, "state": t.state.name, "same_as": same_as,
                "feasible": t.state.name == "COMPLETE" and all(v <= 0 for v in viol.values()),
                "invalid": t.user_attrs.get("invalid")}
         row.update({k: knobs.get(k) for k in knob_names})

@@ -171,6 +171,23 @@ def test_revisited_designs_reuse_results(tmp_path: Path) -> None:
     assert bar.progress.tasks[0].description.startswith(f"pareto {len(pareto_table(res.study, table))} ")
 
 
+def test_same_as_does_not_depend_on_which_worker_finished_first(tmp_path: Path) -> None:
+    """Two workers may evaluate the same design at once (neither sees the other finished): the table's
+    same_as comes from the parameters, so it is what one worker gives: each repeat names the first
+    finished trial of its design."""
+    knobs = {"glb": {"path": "levels.buffer.capacity", "choices": [1, 4], "format": "{} KiB"}}
+    res = run_study(small_study(tmp_path, sampler="random", trials=6, knobs=knobs))
+    ost = optuna.create_study(directions=res.optuna_study.directions)
+    for t in res.optuna_study.get_trials():  # as if every trial had been mapped by a worker of its own
+        ost.add_trial(optuna.trial.create_trial(
+            state=t.state, params=t.params, distributions=t.distributions, values=t.values,
+            user_attrs={k: v for k, v in t.user_attrs.items() if k != "same_as"}, system_attrs=t.system_attrs))
+    table = trials_table(res.study, ost)
+    firsts = table.groupby("glb")["trial"].min()
+    want = [pd.NA if t == firsts[g] else firsts[g] for t, g in zip(table["trial"], table["glb"])]
+    assert table["same_as"].tolist() == want and table["same_as"].isna().sum() == 2
+
+
 def test_no_knobs_is_one_design(tmp_path: Path) -> None:
     """Without knobs every trial evaluates the template: the Pareto set lists it once."""
     res = run_study(small_study(tmp_path, sampler="random", trials=3, knobs={}))
