@@ -125,6 +125,8 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
               mapper: str = "fast", seed: int = 0, workers: int | None = None, db: DbSpec = True,
               progress: bool = True, layer: str | None = None, **options: Any) -> NetworkResult:
     """Map every layer (or only ``layer``) of ``workload`` on ``arch``; ``options`` go to the mapper."""
+    from compiler.frontend.workload import Workload as _Workload
+    from costmodel.arch import as_architecture
     from costmodel.area import area_breakdown
     from costmodel.vector import layer_cost
     from dse import api
@@ -135,9 +137,6 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
     if mapper not in MAPPERS:
         raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
     workers = check_workers(workers)
-    from compiler.frontend.workload import Workload as _Workload
-    from costmodel.arch import as_architecture
-
     hw = as_architecture(arch)
     if not isinstance(workload, (str, Path, _Workload)):
         raise TypeError(f"workload: expected a Workload (load_workload(...)), a zoo model's name or an ONNX path, "
