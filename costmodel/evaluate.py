@@ -18,6 +18,7 @@ import numpy as np
 from costmodel.energy import ACTIONS, Energy, EnergyStage
 from costmodel.errors import UserError
 from costmodel.latency import Latency, LatencyStage, SystolicMode
+from costmodel.problem import as_int
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,7 +82,7 @@ class BatchEvaluation:
     def row(self, i: int, area: dict[str, float]) -> Evaluation:
         """Mapping ``i`` as an :class:`Evaluation`; ``area`` is the config's area breakdown
         (costmodel.area.area_breakdown: its parts and their ``total``)."""
-        if isinstance(i, bool) or not hasattr(i, "__index__") or not -len(self) <= i < len(self):
+        if as_int(i) is None or not -len(self) <= i < len(self):
             raise IndexError(f"row {i!r}: the batch has {len(self)} mappings")
         if "total" not in area:
             raise ValueError("area: expected costmodel.area.area_breakdown(arch), with its 'total'")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodel.mapping import MappingBatch, batch_last
-from costmodel.problem import Problem
+from costmodel.problem import Problem, as_int, expect_problem
 from costmodel.tiles import tile_words
 
 if TYPE_CHECKING:
@@ -116,10 +116,9 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
     """``n`` random valid mappings (a MappingBatch); raises RuntimeError if too few are valid within
     ``max_rounds`` rounds per ``ROUND_MAX`` mappings asked for."""
     from costmodel.arch import as_architecture
-    from costmodel.problem import expect_problem
 
     problem, arch = expect_problem(problem), as_architecture(arch)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+    if as_int(n) is None or n < 0:
         raise ValueError(f"random_mappings: n must be an integer >= 0, got {n!r}")
     if not 0 <= bypass_p <= 1:
         raise ValueError(f"random_mappings: bypass_p must be a probability in [0, 1], got {bypass_p!r}")

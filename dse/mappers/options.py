@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from costmodel.errors import UserError
+from costmodel.problem import as_int
 
 SEED_MAX = 2**32 - 1
 """numpy's seed range, as the CLI's --seed."""
@@ -54,7 +55,7 @@ _MODELS: dict[str, type[_SearchOptions]] = {"fast": FastOptions, "exhaustive": E
 
 def check_seed(seed: Any) -> int:
     """``seed`` as an int in numpy's range, or a UserError."""
-    if isinstance(seed, bool) or not hasattr(seed, "__index__") or not 0 <= int(seed) <= SEED_MAX:
+    if as_int(seed) is None or not 0 <= seed <= SEED_MAX:
         raise UserError(f"seed: expected an integer from 0 to {SEED_MAX}, got {seed!r}")
     return int(seed)
 
@@ -80,6 +81,6 @@ def check_workers(workers: Any) -> int | None:
     """``workers`` for :func:`dse.network.map_model`: None (one per core) or a positive int."""
     if workers is None:
         return None
-    if isinstance(workers, bool) or not hasattr(workers, "__index__") or int(workers) < 1:
+    if as_int(workers) is None or workers < 1:
         raise UserError(f"workers: expected a positive integer (or None: one per core), got {workers!r}")
     return int(workers)

@@ -35,6 +35,7 @@ from optuna.trial import TrialState
 
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
+from costmodel.problem import as_int
 from dse.study.design import Layers, evaluate_design, load_layers
 from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
@@ -299,7 +300,7 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
     ``dask``: a Dask scheduler address (or Client/cluster) to run the new trials on."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for name, value in (("trials", trials), ("workers", workers)):  # (the CLI's flags check their own)
-        if value is not None and (isinstance(value, bool) or not hasattr(value, "__index__") or value < 1):
+        if value is not None and (as_int(value) is None or value < 1):
             raise UserError(f"{name}: expected a positive integer, got {value!r}")
     study = load_study(path)
     out_dir = Path(out) if out else study.output
