@@ -25,6 +25,12 @@ def _states(out: Path) -> list[optuna.trial.FrozenTrial]:
     return open_study(out)[1].get_trials()
 
 
+def _ready(out: Path) -> bool:
+    """The sweep folder can be read: the journal is opened before the study's copy is written (a bad
+    storage leaves no folder behind), so the copy's presence says the folder is ready."""
+    return (out / "study.journal").exists() and (out / "study.yaml").exists()
+
+
 def _signature(trials: list[optuna.trial.FrozenTrial]) -> list[tuple]:
     return [(t.number, t.state.name, tuple(sorted(t.params.items())), tuple(t.values or ())) for t in trials]
 
@@ -44,9 +50,7 @@ def _kill_mid_trial(path: Path, out: Path, sig: signal.Signals) -> int | None:
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
-            # the journal is opened before the study's copy is written (a bad storage leaves no
-            # folder behind): the copy's presence says the folder is ready to read
-            if not (out / "study.journal").exists() or not (out / "study.yaml").exists():
+            if not _ready(out):
                 continue
             trials = _states(out)
             done = sum(t.state.name == "COMPLETE" for t in trials)
@@ -119,7 +123,7 @@ def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
-            if (out / "study.journal").exists() and sum(t.state.name == "COMPLETE" for t in _states(out)) >= 2:
+            if _ready(out) and sum(t.state.name == "COMPLETE" for t in _states(out)) >= 2:
                 os.kill(proc.pid, signal.SIGKILL)
                 break
     finally:
