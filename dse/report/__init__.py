@@ -94,6 +94,15 @@ def files_dir(output: Path) -> Path:
     return d
 
 
+def _drop_other_figures(folder: Path, sections: tuple[str, ...]) -> None:
+    """Removes from ``folder`` the figures of report sections outside ``sections``: a study
+    report written earlier to the same name would leave its Pareto front and knob importance
+    beside a design report that has neither. (Only files named for a section go.)"""
+    for name in set(SECTIONS) - set(sections):
+        for ext in ("png", "svg"):
+            (folder / f"{name}.{ext}").unlink(missing_ok=True)
+
+
 def _render(name: str, draw: Callable[[], Any], folder: Path) -> bytes:
     """Draw a figure in the default style, save it as ``folder/name.png`` and ``.svg``, return the PNG."""
     import matplotlib
@@ -159,8 +168,10 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
                f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
                f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, objective "
                f"{objective.get('name') if isinstance(objective, dict) else objective}, seed {doc.get('seed')}).")
+    folder = files_dir(output)
     sections = [Section("summary", "Summary", summary),
-                *_design_sections(layers, arch, dict(area_breakdown(arch)), files_dir(output))]
+                *_design_sections(layers, arch, dict(area_breakdown(arch)), folder)]
+    _drop_other_figures(folder, MAP_SECTIONS)
     atomic_write_bytes(output, render(f"Design report: {doc.get('model')} on {arch.name}", sections).encode("utf-8"))
     return output
 

@@ -113,6 +113,11 @@ def test_report_of_one_map_result(tmp_path: Path) -> None:
             parts = layer_result(x["name"], x, net.arch).energy_by_level_pj
             assert sum(parts.values()) == pytest.approx(x["energy_pj"], rel=1e-9)
     out = tmp_path / "one.html"
+    # a study report written to the same name before: its Pareto and importance figures must not
+    # stay beside this report, which has neither; a file of the user's stays
+    (tmp_path / "one_files").mkdir()
+    for name in ("pareto.png", "pareto.svg", "importance.png", "importance.svg", "energy.png", "notes.txt"):
+        (tmp_path / "one_files" / name).write_bytes(b"old")
     r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(out)])
     assert r.exit_code == 0, r.output
     html = out.read_text()
@@ -120,6 +125,9 @@ def test_report_of_one_map_result(tmp_path: Path) -> None:
         assert f'<section id="{sec}">' in html
     assert '<section id="pareto">' not in html
     assert _png_size((tmp_path / "one_files" / "energy.png").read_bytes()) == (800, 450)
+    assert sorted(p.name for p in (tmp_path / "one_files").iterdir()) == sorted(
+        [f"{s}.{ext}" for s in ("energy", "latency", "roofline", "utilization", "area") for ext in ("png", "svg")]
+        + ["notes.txt"])
     r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(out), "--hw", "tpu_like"])
     assert "different config" in str(r.exception)
 
