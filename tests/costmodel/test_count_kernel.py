@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from costmodel import analysis, plans
+from costmodel import analysis, count_kernel, plans
 from costmodel.arch import load_architecture
 from costmodel.plans import plan_for
 from costmodel.problem import conv2d, conv_transpose2d
@@ -114,3 +116,42 @@ def test_no_read_out_of_bounds_under_numba_boundscheck(tmp_path):
     r = subprocess.run([sys.executable, "-c", _IN_BOUNDS], cwd=repo, env=env, capture_output=True, text=True,
                        timeout=900, check=False)
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-3000:]
+
+
+@st.composite
+def _merged_keys(draw):
+    """A MERGED memo key (1-2 terms: tile extent, then (place value, factor) digits) and its coefficients."""
+    n_terms = draw(st.integers(1, 2))
+    coefs = [draw(st.sampled_from([1, 2, 3, 7, 500])) for _ in range(n_terms)]
+    key = [count_kernel.MERGED, 0, 0]
+    for _ in range(n_terms):
+        digits = draw(st.lists(st.tuples(st.integers(1, 9), st.integers(2, 4)), max_size=2))
+        key += [draw(st.integers(1, 6)), len(digits), *[v for d in digits for v in d]]
+    return np.array(key, np.int64), np.array(coefs, np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_merged_keys())
+def test_merged_row_equals_its_definition_by_sets(case):
+    """The stability row against its definition written with sets (docs/semantics.md): X the
+    tile's elements, O the merged children's offsets, U = X + O; per shift Δ, the elements of U that
+    every child covering them (v - o in X) still holds after moving by Δ (v - o + Δ in X)."""
+    key, coefs = case
+    xs, offs, p = [0], [0], 3
+    for c in coefs:
+        n, nd = int(key[p]), int(key[p + 1])
+        xs = [a + c * i for a in xs for i in range(n)]
+        digit_vals = [0]
+        for w, f in zip(key[p + 2:p + 2 + 2 * nd:2], key[p + 3:p + 3 + 2 * nd:2]):
+            digit_vals = [v + a * int(w) for v in digit_vals for a in range(int(f))]
+        offs = [o + c * v for o in offs for v in digit_vals]
+        p += 2 + 2 * nd
+    x_set, o_set = set(xs), set(offs)
+    u = {a + o for a in x_set for o in o_set}
+    reach, span = max(x_set), max(x_set) + 3
+    want = np.zeros(2 * span + 1, np.int64)
+    for dlt in range(-reach, reach + 1):
+        want[span + dlt] = sum(all(v - o + dlt in x_set for o in o_set if v - o in x_set) for v in u)
+    row = np.full(2 * span + 1, -1, np.int64)
+    assert count_kernel._merged_row(key, len(coefs), coefs, span, row) == len(u)
+    assert np.array_equal(row, want)
