@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,15 +131,19 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
 
 
 def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
-                    calibration: Mapping[str, np.ndarray] | None = None, seed: int = 0) -> Compiled:
+                    calibration: Mapping[str, np.ndarray] | None = None, seed: int = 0,
+                    inputs: Sequence[str | Path] = ()) -> Compiled:
     """Write ``out`` (.axb) and, next to it, ``<stem>.q.onnx`` (the quantized reference model) and
-    ``<stem>.map.json`` (per mapped layer: problem, mapping, analytical latency; read by --check)."""
+    ``<stem>.map.json`` (per mapped layer: problem, mapping, analytical latency; read by --check).
+    ``inputs``: the other files the caller read (config, calibration arrays), which none of these
+    may overwrite."""
     from compiler.sim.check import mapping_sidecar  # (where `dse simulate --check` looks for it)
 
     out = Path(out)  # (a missing folder is created when the files are written, as by every command)
     qdq_out, map_out = out.with_name(out.stem + ".q.onnx"), mapping_sidecar(out)
     for path in (out, qdq_out, map_out):  # before the minutes of work, not after
         check_writable(path)
+        refuse_overwriting(path, *inputs)
     refuse_overwriting(out, model)
     refuse_overwriting(map_out, model)
     same = same_file(model, qdq_out)  # m.q.onnx -o m.axb

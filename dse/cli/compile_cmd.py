@@ -73,7 +73,9 @@ def compile_model_cmd(
     from compiler.sim.check import mapping_sidecar
 
     target, arch = resolve(hw)
-    compiled = compile_to_file(model, arch, out, calibration=_calibration(calibration), seed=seed)
+    cal_files = [spec.partition("=")[2] for spec in calibration or []]
+    compiled = compile_to_file(model, arch, out, calibration=_calibration(calibration), seed=seed,
+                               inputs=[hw, *cal_files])
     doc = summarize(compiled, target)
     doc.update({"binary": str(out), "reference": str(compiled.qdq_model), "hw": target.name})
     if as_json:

@@ -44,7 +44,7 @@ def asm(
     from compiler.isa.text import assemble
     from costmodel.errors import UserError
 
-    refuse_overwriting(output, source)
+    refuse_overwriting(output, source, hw)
     try:
         text = source.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -36,12 +36,13 @@ def _fast_options(mapper: str, max_evaluations: int | None, victory: int | None)
     return opts
 
 
-def _check_json_out(path: Path, model: str) -> None:
-    """Before the search, not after it: the --json file can be written and is not the model."""
+def _check_json_out(path: Path, *inputs: str | Path | None) -> None:
+    """Before the search, not after it: the --json file can be written and is none of the inputs
+    (the model, the config, the mapping database)."""
     from costmodel.atomic import check_writable, refuse_overwriting
 
     check_writable(path)  # (a missing folder is created when the file is written, as by every command)
-    refuse_overwriting(path, model)
+    refuse_overwriting(path, *inputs)
 
 
 def _print_network(res: Any) -> None:
@@ -109,7 +110,7 @@ def register(app: typer.Typer) -> None:
 
         to_stdout = json_out is not None and str(json_out) == "-"
         if json_out is not None and not to_stdout:
-            _check_json_out(json_out, model)
+            _check_json_out(json_out, model, hw, db)
         opts = _fast_options(mapper, max_evaluations, victory)
         with user_warnings_as_lines():
             res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,

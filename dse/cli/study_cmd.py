@@ -93,13 +93,21 @@ def report(
     = None,
 ) -> None:
     """A self-contained HTML report (plots embedded) plus the PNG and SVG files next to it."""
-    from costmodel.atomic import check_writable
+    from costmodel.atomic import check_writable, refuse_overwriting
     from costmodel.errors import UserError
     from dse.report import write_map_report, write_report
 
+    if page is not None and page.resolve() == output.resolve():
+        raise UserError(f"--page {page}: the same file as the report (-o); choose another path")
+    inputs: list[Path | None] = [source, hw]
+    if not source.is_file():
+        from dse.study.runner import own_files
+
+        inputs += own_files(source)
     for out in (output, page):  # a file where a folder should be, no permission: one line now, not later
         if out is not None:
             check_writable(out)
+            refuse_overwriting(out, *inputs)
     try:
         if source.is_file():
             path = write_map_report(source, output, hw=hw)

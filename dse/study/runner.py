@@ -40,11 +40,16 @@ from dse.study.design import Layers, evaluate_design, load_layers
 from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
 from dse.study.schema import Study, StudySpec, load_study, read_spec
-from dse.study.storage import STORAGE_NOTE, open_storage
+from dse.study.storage import JOURNAL, STORAGE_NOTE, open_storage
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 STUDY_COPY = "study.yaml"
 ROOT_NOTE = "root.txt"
+
+
+def own_files(out: Path) -> list[Path]:
+    """The files a sweep keeps in its folder ``out``: what a report written there must not replace."""
+    return [out / name for name in (STUDY_COPY, ROOT_NOTE, STORAGE_NOTE, JOURNAL, "trials.csv", "trials.parquet")]
 
 
 class Interrupted(BaseException):

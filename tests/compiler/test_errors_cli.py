@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -105,6 +106,18 @@ def test_cli_refuses_bad_outputs_before_compiling(tmp_path):
         assert r.exit_code == 1 and isinstance(r.exception, UserError) and message in str(r.exception), r.output
     assert src.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "folder.axb", "tiny.onnx"]  # nothing written
+    # nor the config or a calibration file
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(Path(load_architecture("tpu_like").source).read_text())
+    cal = tmp_path / "cal.npy"
+    np.save(cal, np.zeros((2, 3, 16, 16), np.float32))
+    kept = {p: p.read_bytes() for p in (hw, cal)}
+    for args in (["--hw", str(hw), "-o", str(hw)], ["--hw", "tpu_like", "-o", str(cal), "--calibration", f"x={cal}"]):
+        r = CliRunner().invoke(_app(), ["compile", str(src), *args])
+        assert isinstance(r.exception, UserError) and "is also an input of this command" in str(r.exception), args
+    assert all(p.read_bytes() == data for p, data in kept.items())
+    for p in (hw, cal):
+        p.unlink()
     r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", "x.axb", "--seed", "-1"])
     assert r.exit_code == 2 and "--seed" in r.output
 

@@ -112,6 +112,16 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, why) -> None:
     assert why in r.stderr and r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
 
 
+def test_json_out_may_not_be_the_config_or_the_database(tmp_path) -> None:
+    hw, db = tmp_path / "hw.yaml", tmp_path / "maps.sqlite"
+    hw.write_text((REPO / "hwconfigs/tiny.yaml").read_text())
+    db.write_bytes(b"")
+    for args in (("--hw", str(hw), "--no-db", "--json", str(hw)), ("--hw", "tiny", "--db", str(db), "--json", str(db))):
+        r = run_dse("map", "keyword_spotting", *args, cache=tmp_path)
+        assert r.returncode == 2 and "is also an input of this command" in r.stderr, r.stderr
+    assert hw.read_text() == (REPO / "hwconfigs/tiny.yaml").read_text() and db.read_bytes() == b""
+
+
 def test_no_valid_mapping_names_the_buffer(tmp_path) -> None:
     hw = tmp_path / "small.yaml"
     # the rf (2 words, double-buffered: 1 usable) must keep all three tensors: no tile fits

@@ -123,6 +123,11 @@ def test_unwritable_outputs_exit_2_before_the_run(run, binary, tmp_path):
     p = run("disasm", str(path), "-o", str(path))  # would replace the binary by its text
     assert p.returncode == 2 and "is also an input of this command" in p.stderr
     assert path.read_bytes() == before
+    text, hw = tmp_path / "p.s", tmp_path / "hw.yaml"
+    assert run("disasm", str(path), "-o", str(text)).returncode == 0
+    hw.write_text("not read")
+    p = run("asm", str(text), "-o", str(hw), "--hw", str(hw))  # would replace the config by a binary
+    assert p.returncode == 2 and "is also an input of this command" in p.stderr and hw.read_text() == "not read"
 
 
 def test_outputs_get_the_usual_file_mode(run, binary, tmp_path):

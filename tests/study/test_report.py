@@ -232,3 +232,27 @@ def test_page_says_how_many_table_rows_it_leaves_out(tmp_path: Path, monkeypatch
         html.write_text(render("t", [Section("ppa", "PPA", table=table(n))]))
         render_page(html, tmp_path / f"p{n}.png")
         assert [s for s in said if "more rows" in s] == ([note] if note else [])
+
+
+def test_report_refuses_to_overwrite_its_inputs(report: Path, tmp_path: Path) -> None:
+    """The report may not replace a file of the study folder it reads, a map document it reads,
+    nor itself by --page: each is exit 2 before anything is written."""
+    folder = report.parent.parent / "out"
+    before = {p: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    names = sorted(p.name for p in before)
+    assert {"study.yaml", "study.journal"} <= set(names)
+    for name in names:
+        r = CliRunner().invoke(study_app(), ["report", str(folder), "-o", str(folder / name)])
+        assert "is also an input of this command" in str(r.exception), name
+        r = CliRunner().invoke(study_app(), ["report", str(folder), "-o", str(tmp_path / "r.html"),
+                                             "--page", str(folder / name)])
+        assert "is also an input of this command" in str(r.exception), name
+    assert {p: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    r = CliRunner().invoke(study_app(), ["report", str(folder), "-o", str(tmp_path / "r.html"),
+                                         "--page", str(tmp_path / "r.html")])
+    assert "the same file as the report" in str(r.exception)
+    doc = tmp_path / "map.json"
+    doc.write_text("{}")
+    r = CliRunner().invoke(study_app(), ["report", str(doc), "-o", str(doc)])
+    assert "is also an input of this command" in str(r.exception) and doc.read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["map.json"]
