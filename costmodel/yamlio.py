@@ -229,11 +229,8 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
     elif kind in _BOUND:
         key, op = _BOUND[kind]
         bound = err.get("ctx", {}).get(key)
-        msg = (
-            f"expected a number {op} {bound:g}, got {got}"
-            if isinstance(bound, (int, float))
-            else (f"expected a number {op} {bound}, got {got}")
-        )
+        shown = f"{bound:g}" if isinstance(bound, float) else bound  # (an integer bound exactly)
+        msg = f"expected a number {op} {shown}, got {got}"
     elif kind == "too_short":  # a list or mapping with fewer items than min_length
         n = err.get("ctx", {}).get("min_length")
         msg = f"expected at least {n} item{'' if n == 1 else 's'}, got {got}"

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from costmodel.errors import FieldError, UserError
 from costmodel.yamlio import LineMap, format_path, load_yaml, validation_error
+from dse.mappers.options import SEED_MAX
 from dse.study.expr import Expr, ExprError, parse, parse_comparison
 from dse.study.knobs import Knob, PathKey, apply_knobs, derived_order, resolve_path
 from dse.study.metrics import WORKLOAD_METRICS, metric_names
@@ -70,7 +71,7 @@ class ObjectiveSpec(_Strict):
 
 class SamplerSpec(_Strict):
     kind: Literal["grid", "random", "tpe", "nsga2"] = "tpe"
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the sampler (numpy's range).")
     population: int = Field(20, gt=1, description="NSGA-II population size.")
 
 
@@ -78,7 +79,7 @@ class MapperSpec(_Strict):
     mapper: Literal["fast", "exhaustive"] = "fast"
     objective: Literal["edp", "energy", "latency"] = "edp"
     max_evaluations: int = Field(2000, gt=0, description="Fast mapper budget per distinct layer shape.")
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the mapper's search (numpy's range).")
     workers: int = Field(1, gt=0, description="Processes mapping a model's layers in parallel inside a trial "
                          "(map_model workers); use with --workers 1.")
 
@@ -398,6 +399,20 @@ def _check_numeric(knobs: list[Knob], cons: list[ConstraintDef], lines: LineMap)
                                   f"reads the knob), got {v!r}")
 
 
+def _check_knob_paths(knobs: list[Knob], lines: LineMap) -> None:
+    """Two knobs writing one config field (or one a part of the other's): the later write would
+    win unseen, and the trials table would report the loser's values next to numbers it never set."""
+    owners: list[tuple[PathKey, str]] = []
+    for k in knobs:
+        mine = {p for preset in k.presets.values() for p, _ in preset} if k.presets is not None else {k.path}
+        for p in sorted(mine, key=str):
+            for q, other in owners:
+                if other != k.name and (p[:len(q)] == q or q[:len(p)] == p):
+                    raise lines.error(("knobs", k.name), f"writes {format_path(p)}, which knob '{other}' writes "
+                                      f"too ({format_path(q)}): give each config field one knob")
+        owners += [(p, k.name) for p in mine]
+
+
 def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     """Read and check a study file; every mistake -> UserError with file:line: field: reason.
     Relative paths inside it are relative to ``root`` (default: the file's folder)."""
@@ -414,6 +429,7 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     except UserError as exc:
         raise lines.error(("hardware",), str(exc)) from None
     knobs = [_knob(n, k, base, lines, ("knobs", n)) for n, k in spec.knobs.items()]
+    _check_knob_paths(knobs, lines)
     knob_names = {k.name for k in knobs}
     taken = set(metric_names([])) | {"fps"}
     for n in spec.knobs:

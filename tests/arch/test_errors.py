@@ -142,7 +142,7 @@ CASES = [
         "    word_bits: 1" + "0" * 400 + "\n    read_bw",
         14,
         "levels[1].word_bits",
-        "expected a number <= 1e+09, got 1" + "0" * 29 + "... (401 characters)",
+        "expected a number <= 1000000000, got 1" + "0" * 29 + "... (401 characters)",
     ),
     # YAML forbids a repeated key; PyYAML would keep the last one silently
     ("    read_bw: 4", "    read_bw: 4\n    read_bw: 8", 16, "levels[1].read_bw", "duplicate key (first given on line 15)"),

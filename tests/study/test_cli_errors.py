@@ -90,3 +90,37 @@ def test_trials_must_be_positive(tmp_path: Path, n: str) -> None:
     code, err = dse("sweep", small_study(tmp_path), "--trials", n, "--no-progress")
     assert code == 2 and "--trials" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("field", "value", "want"), [
+    ("sampler", {"kind": "nsga2", "seed": -5, "population": 4}, r"sampler\.seed: expected a number >= 0, got -5"),
+    ("sampler", {"kind": "random", "seed": 2**32}, r"sampler\.seed: expected a number <= 4294967295, got 4294967296"),
+    ("mapper", {"max_evaluations": 200, "seed": -3}, r"mapper\.seed: expected a number >= 0, got -3"),
+])
+def test_seed_out_of_numpys_range(tmp_path: Path, field: str, value: dict, want: str) -> None:
+    """numpy takes seeds 0..2**32-1: outside, the study is refused when it loads (it had passed the
+    check, then the sweep crashed with a traceback, or pruned every design for the file's mistake)."""
+    import yaml
+
+    path = small_study(tmp_path, sampler="random")
+    doc = yaml.safe_load(path.read_text())
+    doc[field] = value
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert re.search(r"small\.yaml:\d+: " + want + "$", _one_line(*dse("schema", "study", "--check", path)).strip())
+    assert re.search(want, _one_line(*dse("sweep", path, "--no-progress")))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("knob", [
+    {"path": "levels.buffer.fanout.y", "choices": [1, 2]},
+    {"presets": {"a": {"mac.count": 4}, "b": {"levels.buffer.capacity": "2 KiB"}}},
+])
+def test_two_knobs_may_not_write_one_field(tmp_path: Path, knob: dict) -> None:
+    """The later knob's value would win unseen, and trials.csv would list the other's values next to
+    numbers computed without them."""
+    knobs = {"rows": {"path": "levels.buffer.fanout.y", "choices": [2, 4]},
+             "pes": {"path": "mac.count", "expr": "rows * 2"},
+             "glb": {"path": "levels.buffer.capacity", "choices": [1, 4], "format": "{} KiB"}, "again": knob}
+    path = small_study(tmp_path, sampler="random", knobs=knobs)
+    err = _one_line(*dse("schema", "study", "--check", path))
+    assert re.search(r"small\.yaml:\d+: knobs\.again: writes .*, which knob '(rows|pes|glb)' writes too", err), err
