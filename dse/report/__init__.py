@@ -147,6 +147,7 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
     from costmodel.area import area_breakdown
     from costmodel.errors import UserError
     from dse.report.html import Section, render
+    from dse.report.mapdoc import check_map_document
     from dse.study.design import layer_result
 
     src, output = Path(result_json), Path(output)
@@ -154,8 +155,11 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
         doc = json.loads(src.read_text())
     except (OSError, ValueError) as exc:
         raise UserError(f"{src}: not a `dse map --json` document ({type(exc).__name__}: {exc})") from None
-    _check_map_document(doc, src)
-    arch = load_architecture(hw or doc["hw"])
+    check_map_document(doc, src)
+    try:
+        arch = load_architecture(hw or doc["hw"])
+    except UserError as exc:  # the document's own config name: say where it came from
+        raise exc if hw else UserError(f"{src}: hw: {exc}") from None
     if arch.fingerprint() != doc.get("config_fingerprint"):
         raise UserError(f"{src}: was mapped on a different config than {arch.source} (fingerprints "
                         f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one with --hw")
@@ -178,19 +182,3 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
 
 __all__ = ["MAP_SECTIONS", "SECTIONS", "write_map_report", "write_report"]
 
-
-_MAP_TOTALS = ("hw", "layers", "energy_pj", "latency_s", "power_mw", "area_mm2", "utilization")
-_MAP_LAYER = ("name", "energy_pj", "latency_cycles", "macs", "utilization")
-
-
-def _check_map_document(doc: Any, src: Path) -> None:
-    """A `dse map --json` document cut or edited by hand: a missing part is named here, before any
-    computation (whose own errors stay bugs, not the user's)."""
-    from costmodel.errors import UserError
-
-    missing = [k for k in _MAP_TOTALS if k not in doc] if isinstance(doc, dict) else ["(a JSON object)"]
-    if not missing and isinstance(doc["layers"], list):
-        missing = [f"layers[{i}].{k}" for i, x in enumerate(doc["layers"])
-                   for k in _MAP_LAYER if not isinstance(x, dict) or k not in x][:1]
-    if missing or not isinstance(doc["layers"], list):
-        raise UserError(f"{src}: not a complete `dse map --json` document (no {', '.join(missing) or 'layers list'})")

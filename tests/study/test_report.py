@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from costmodel.errors import UserError
 from dse.report import SECTIONS
 from dse.report.analysis import chosen_trial, main_effects
 from dse.report.plots import DPI, SIZE
@@ -171,18 +172,50 @@ def test_summary_names_models_mapper_and_objective(report: Path) -> None:
     assert "fast mapper, objective edp, budget" in html and "seed 0" in html
 
 
-@pytest.mark.parametrize("text", ["[]", "{", "no layers"])
-def test_broken_map_document_is_one_error_and_no_output(tmp_path: Path, text: str) -> None:
+@pytest.fixture(scope="module")
+def map_doc() -> dict:
+    from dse.network import map_model
+
+    return map_model("keyword_spotting", "tiny", db=False, progress=False, workers=1, max_evaluations=100).to_dict()
+
+
+def _edit(doc: dict, path: tuple, value: object) -> dict:
+    import copy
+
+    doc = copy.deepcopy(doc)
+    at = doc
+    for key in path[:-1]:
+        at = at[key]
+    if value is KeyError:
+        del at[path[-1]]
+    else:
+        at[path[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    ("[]", "expected a JSON object"),
+    ("{", "JSONDecodeError"),
+    ((("layers",), KeyError), "layers: missing"),  # the right config, the rest cut off
+    ((("energy_pj",), "x"), "energy_pj: expected a number, got 'x'"),
+    ((("layers", 0, "energy_pj"), "x"), "layers[0].energy_pj: expected a number, got 'x'"),
+    ((("layers", 0, "utilization"), True), "layers[0].utilization: expected a number, got True"),
+    ((("layers", 0, "accesses"), None), "layers[0].accesses: a valid dictionary, got None"),
+    ((("layers", 0, "energy_breakdown_pj", "leakage", "mac"), "q"),
+     "layers[0].energy_breakdown_pj: leakage.mac: expected a number, got 'q'"),
+    ((("layers", 1, "macs"), KeyError), "layers[1].macs: missing"),
+    ((("hw",), "nosuch"), "hw: "),  # the config the document names (no --hw)
+])
+def test_broken_map_document_is_one_error_and_no_output(tmp_path: Path, map_doc: dict, edit, why: str) -> None:
+    """A map document cut or edited by hand: one message naming the part, exit 2, no output (these
+    had been tracebacks from deep inside the report)."""
     import json
 
-    from costmodel.arch import load_architecture
-
-    if text == "no layers":  # the right config, the rest cut off
-        text = json.dumps({"hw": "tiny", "config_fingerprint": load_architecture("tiny").fingerprint()})
     src = tmp_path / "map.json"
-    src.write_text(text)
+    src.write_text(edit if isinstance(edit, str) else json.dumps(_edit(map_doc, *edit)))
     r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(tmp_path / "out" / "d.html")])
-    assert r.exit_code != 0 and "map --json" in str(r.exception), r.output
+    assert isinstance(r.exception, UserError), r.output
+    assert str(r.exception).startswith(f"{src}: ") and why in str(r.exception), str(r.exception)
     assert not (tmp_path / "out").exists()  # the probe of the output path left no folder behind
 
 
