@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.frontend.constfold import refuse_unsupported
 from costmodel.errors import UserError
 
 WEIGHT_MAX = 64
@@ -155,6 +156,7 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
         raise UserError(f"{src}: cannot load the ONNX model ({str(exc).splitlines()[0] if str(exc) else exc})") from None
     if not model.graph.node:  # an empty file parses as an empty model; onnxruntime then fails obscurely
         raise UserError(f"{src}: the ONNX model has no graph nodes (an empty or truncated file?)")
+    refuse_unsupported(model, src)
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
     os.close(fd)
     try:

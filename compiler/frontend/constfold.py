@@ -97,17 +97,24 @@ def _node_is_static(node: Any, is_static: Any, shape_known: Any) -> bool:
     return bool(ins) and all(is_static(t) for t in ins)
 
 
-def _check_supported(model: Any, weights: set[str], path: Path, allow: bool) -> list[str]:
+def refuse_unsupported(model: Any, path: Path) -> None:
+    """UserError naming the first node whose op accel-dse does not support. ``dse compile`` asks before
+    onnxruntime's quantizer sees the graph (which would print its own traceback, then fail)."""
+    _check_supported(model, set(weight_inputs(model.graph)), path, allow=False, hint="")
+
+
+def _check_supported(model: Any, weights: set[str], path: Path, allow: bool,
+                     hint: str = " (--allow-unsupported makes it a zero-cost host layer)") -> list[str]:
     static = _static_names(model, weights)
     bad = []
-    for node in model.graph.node:
+    for i, node in enumerate(model.graph.node):
         if all(o in static for o in node.output if o):
             continue
         if kind_of(node.op_type, node.domain) is None:
             op = f"{node.domain}::{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
             if not allow:
-                raise UserError(f"{path}: node {node.name!r} has op type {op}, which accel-dse does not support "
-                                f"(--allow-unsupported makes it a zero-cost host layer)")
+                label = repr(node.name) if node.name else f"#{i} (unnamed)"
+                raise UserError(f"{path}: node {label} has op type {op}, which accel-dse does not support{hint}")
             warnings.warn(f"{path}: unsupported op {op} (node {node.name!r}) imported as a zero-cost host layer",
                           stacklevel=4)
             bad.append(node.name)

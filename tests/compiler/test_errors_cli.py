@@ -32,6 +32,20 @@ def test_op_without_integer_kernel_names_op_and_node(tmp_path):
         compile_model(tmp_path / "m.onnx", Target())
 
 
+def test_op_of_another_domain_is_named_before_quantizing(tmp_path, capfd):
+    """onnxruntime's quantizer would print its own traceback for an op it cannot load, then fail;
+    the op is refused first, by name, with nothing on stderr."""
+    m = graphs.gemm(np.random.default_rng(0), 1, 8, 4)
+    m.graph.node[0].output[0] = "c"
+    m.graph.node.append(helper.make_node("Foo", ["c"], ["y"], domain="my.custom"))
+    m.opset_import.append(helper.make_opsetid("my.custom", 1))
+    onnx.save(m, tmp_path / "m.onnx")
+    with pytest.raises(UserError, match=r"node #1 \(unnamed\) has op type my\.custom::Foo, which accel-dse does not "
+                       r"support$"):
+        compile_model(tmp_path / "m.onnx", Target())
+    assert capfd.readouterr().err == ""
+
+
 def test_integer_input_cannot_be_quantized(tmp_path):
     g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.INT64, [1, 4])],
