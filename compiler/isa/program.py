@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.isa.instructions import Instruction
+from compiler.isa.instructions import Finish, Instruction
 from compiler.isa.spec import ISA_VERSION
 from costmodel.errors import UserError
 
@@ -64,6 +64,15 @@ def _nonneg(value: int, key: str, where: str, limit: int = 1 << 64) -> int:
     if not 0 <= value < limit:
         raise UserError(f"{where}: field {key!r} = {value} out of range [0, {limit})")
     return value
+
+
+def finish_problem(insns: list[Instruction], describe: Any = lambda i: f"instruction {i}") -> str | None:
+    """Why ``insns`` cannot run to its end: no FINISH last, or one before the end (None: neither).
+    The simulator refuses such a program; the assembler refuses to write it."""
+    if not insns or not isinstance(insns[-1], Finish):
+        return "the last instruction must be FINISH"
+    early = next((i for i, x in enumerate(insns[:-1]) if isinstance(x, Finish)), None)
+    return None if early is None else f"{describe(early)} is a FINISH before the end of the program"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compiler.isa.instructions import Barrier, Finish, Gemm, Instruction, engine_of
+from compiler.isa.program import finish_problem
 from compiler.isa.spec import Engine
 from compiler.sim.races import RaceDetector
 from compiler.sim.state import SimError
@@ -80,11 +81,9 @@ def run_queues(
     overlap: Callable[[int], int] = lambda i: 0, ex_units: list | None = None, boxes: list | None = None,
 ) -> Timeline:
     """Run the program's queues to FINISH; ``execute(i, engine)`` does instruction i's work."""
-    if not insns or not isinstance(insns[-1], Finish):
-        raise SimError("program: the last instruction must be FINISH")
-    early = [i for i, x in enumerate(insns[:-1]) if isinstance(x, Finish)]
-    if early:
-        raise SimError(f"program: {describe(early[0])} is a FINISH before the end of the program")
+    problem = finish_problem(insns, describe)
+    if problem is not None:
+        raise SimError(f"program: {problem}")
     queues: dict[Engine, list[int]] = {e: [] for e in Engine}
     pops: list[list] = []
     pushes: list[list] = []

@@ -41,6 +41,7 @@ def asm(
 ) -> None:
     """Assemble text into an .axb binary."""
     from compiler.isa.binary import write_binary
+    from compiler.isa.program import finish_problem
     from compiler.isa.text import assemble
     from costmodel.errors import UserError
 
@@ -50,6 +51,9 @@ def asm(
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{source}: cannot read as text ({exc})") from None
     program = assemble(text, str(source))
+    problem = finish_problem(program.instructions)
+    if problem is not None:  # (the simulator would refuse the binary)
+        raise UserError(f"{source}: {problem} (end the program with `finish`)")
     if hw is not None:
         from costmodel.arch import load_architecture
 

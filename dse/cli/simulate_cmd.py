@@ -77,6 +77,7 @@ def simulate(
 ) -> None:
     """Run a binary on the functional and timing simulator; outputs as .npy, cycle counts printed."""
     from compiler.isa.binary import read_binary
+    from compiler.sim import SimError
     from compiler.sim import simulate as run
 
     if no_timing and gemm_timing is not None:
@@ -86,7 +87,10 @@ def simulate(
     arrays = _read_inputs(inputs or [], names)
     folder = out if out is not None else binary.with_suffix(".out")
     check_writable(folder / "output.npy")  # before the run, not after
-    result = run(program, arrays, timing=not no_timing, arch=hw, gemm_timing=gemm_timing)
+    try:
+        result = run(program, arrays, timing=not no_timing, arch=hw, gemm_timing=gemm_timing)
+    except SimError as exc:  # a defect of this binary: name it
+        raise UserError(f"{binary}: {exc}") from None
     checks = []
     if check is not None:
         from compiler.sim.check import check_outputs

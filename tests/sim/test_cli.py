@@ -179,3 +179,28 @@ def test_check_against_the_onnx_model(run, tmp_path):
     _qdq_matmul_onnx(tmp_path / "bad.onnx", b, a_scale, a_zp, b_scale, y_scale * 1.5, y_zp)  # another model
     p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "bad.onnx"))
     assert p.returncode == 1 and "check failed" in p.stderr and "LSB vs onnxruntime" in p.stdout
+
+
+def test_asm_refuses_a_program_that_cannot_run_and_simulate_names_the_binary(run, binary, tmp_path):
+    """`dse asm` writes only programs the simulator accepts to their end (a FINISH last and nowhere
+    else); the simulator's complaint about a binary starts with the binary's path."""
+    import re
+
+    path, a, _ = binary
+    text = tmp_path / "p.s"
+    assert run("disasm", str(path), "-o", str(text)).returncode == 0
+    lines = text.read_text().splitlines(keepends=True)
+    fin = [i for i, line in enumerate(lines) if line.split(";")[0].strip().lower() == "finish"]
+    assert len(fin) == 1
+    for name, body in [("none.s", lines[:fin[0]] + lines[fin[0] + 1:]), ("empty.s", []),
+                       ("early.s", lines[:fin[0]] + ["finish\n"] + lines[fin[0]:])]:
+        src = tmp_path / name
+        src.write_text("".join(body))
+        p = run("asm", str(src), "-o", str(tmp_path / "x.axb"))
+        assert p.returncode == 2 and p.stderr.startswith(f"error: {src}: ") and "FINISH" in p.stderr, p.stderr
+        assert not (tmp_path / "x.axb").exists()
+    far = tmp_path / "far.s"
+    far.write_text(re.sub(r"dram_addr=\w+", "dram_addr=0x99999999", text.read_text(), count=1))
+    assert run("asm", str(far), "-o", str(tmp_path / "far.axb")).returncode == 0
+    p = run("simulate", str(tmp_path / "far.axb"), "--input", f"a={a}", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and p.stderr.startswith(f"error: {tmp_path / 'far.axb'}: ") and "memory map" in p.stderr
