@@ -91,7 +91,13 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
             a = np.asarray(calibration[name], np.float32)
             batch = a[None] if a.shape == shape else a
             if batch.shape[1:] != shape:
-                raise UserError(f"calibration input {name!r}: shape {a.shape}, expected {shape} or (samples, *{shape})")
+                raise UserError(f"calibration input {name!r}: shape {a.shape}, expected {shape} or "
+                                f"(samples, {', '.join(map(str, shape))})")
+            if not len(batch):
+                raise UserError(f"calibration input {name!r}: no samples (shape {a.shape})")
+            if not np.isfinite(batch).all():  # the quantizer's scales would be NaN: it fails obscurely
+                raise UserError(f"calibration input {name!r}: {int((~np.isfinite(batch)).sum())} elements are "
+                                "NaN or infinite; calibration needs finite values")
             for i, sample in enumerate(batch):
                 if i == len(feeds):
                     feeds.append({})

@@ -27,7 +27,7 @@ def read_model(path: Path) -> Any:
     from google.protobuf.message import DecodeError
 
     if not path.is_file():
-        raise UserError(f"{path}: no such file")
+        raise UserError(f"{path}: {'a folder, not an ONNX file' if path.is_dir() else 'no such file'}")
     data = path.read_bytes()
     model = onnx.ModelProto()
     try:

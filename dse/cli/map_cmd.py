@@ -29,8 +29,10 @@ def _db_arg(db: Path | None, no_db: bool) -> Any:
 
 def _fast_options(mapper: str, max_evaluations: int | None, victory: int | None) -> dict[str, int]:
     """The fast mapper's budget options as given (the mapper's own defaults otherwise)."""
+    from dse.mappers.options import check_mapper
+
     opts = {k: v for k, v in (("max_evaluations", max_evaluations), ("victory", victory)) if v is not None}
-    if opts and mapper != "fast":
+    if opts and check_mapper(mapper) != "fast":
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in opts)
         raise UserError(f"{flags}: options of the fast mapper, not of --mapper {mapper}")
     return opts

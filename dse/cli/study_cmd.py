@@ -97,6 +97,9 @@ def report(
     from costmodel.errors import UserError
     from dse.report import write_map_report, write_report
 
+    if not source.exists():
+        raise UserError(f"{source}: no such file or folder (expected a sweep's output folder or a "
+                        "`dse map --json` document)")
     if page is not None and page.resolve() == output.resolve():
         raise UserError(f"--page {page}: the same file as the report (-o); choose another path")
     inputs: list[Path | None] = [source, hw]

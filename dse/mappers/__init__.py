@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from costmodel.errors import UserError
 from dse.mappers.objectives import Objective
-from dse.mappers.options import check_options, check_seed
+from dse.mappers.options import check_mapper, check_options, check_seed
 from dse.mappers.result import MapperResult
 
 if TYPE_CHECKING:
@@ -29,9 +28,7 @@ def map_layer(problem: Problem, arch: Architecture, objective: Any = "edp", *, m
 
     problem, arch = expect_problem(problem), as_architecture(arch)
     obj = Objective.parse(objective)
-    if mapper not in MAPPERS:
-        raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
-    seed, options = check_seed(seed), check_options(mapper, options)
+    seed, options = check_seed(seed), check_options(check_mapper(mapper), options)
     if arch.padding is None:
         return _search(problem, arch, obj, mapper, constraints, seed, pareto, options)
     from dse.mappers.padding import map_padded

@@ -60,6 +60,13 @@ def check_seed(seed: Any) -> int:
     return int(seed)
 
 
+def check_mapper(mapper: Any) -> str:
+    """``mapper`` if it names a mapper (a UserError listing them otherwise)."""
+    if not isinstance(mapper, str) or mapper not in _MODELS:
+        raise UserError(f"mapper: expected one of {list(_MODELS)}, got {mapper!r}")
+    return mapper
+
+
 def check_options(mapper: str, options: dict[str, Any]) -> dict[str, Any]:
     """The options given for ``mapper`` (one of the keys of ``_MODELS``: the caller has checked the
     name), as plain Python values; a UserError names the first bad one."""

@@ -54,11 +54,10 @@ def _options_key(mapper: str, seed: int, options: dict[str, Any]) -> str:
 
 def search_for(problem: Problem, arch: Architecture, objective: Any, mapper: str, seed: int,
                options: dict[str, Any], layers: tuple[str, ...] = ()) -> Search:
-    from dse.mappers import MAPPERS, Objective
-    from dse.mappers.options import check_options, check_seed
+    from dse.mappers import Objective
+    from dse.mappers.options import check_mapper, check_options, check_seed
 
-    if mapper not in MAPPERS:
-        raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
+    check_mapper(mapper)
     obj = Objective.parse(objective)
     seed = check_seed(seed)
     options = {**check_options(mapper, {k: v for k, v in options.items() if k != "constraints"}),
@@ -130,12 +129,11 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
     from costmodel.area import area_breakdown
     from costmodel.vector import layer_cost
     from dse import api
-    from dse.mappers import MAPPERS, Objective
-    from dse.mappers.options import check_workers
+    from dse.mappers import Objective
+    from dse.mappers.options import check_mapper, check_workers
 
     obj = Objective.parse(objective)  # cheap checks first
-    if mapper not in MAPPERS:
-        raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
+    check_mapper(mapper)
     workers = check_workers(workers)
     hw = as_architecture(arch)
     if not isinstance(workload, (str, Path, _Workload)):

@@ -66,8 +66,15 @@ def test_missing_model_and_wrong_calibration(tmp_path):
     (tmp_path / "empty.onnx").write_bytes(b"")
     with pytest.raises(UserError, match="empty.onnx: the ONNX model has no graph nodes"):
         compile_model(tmp_path / "empty.onnx", Target())
-    with pytest.raises(UserError, match="calibration input 'x': shape"):
+    with pytest.raises(UserError, match=r"calibration input 'x': shape \(3, 9\), expected \(1, 8\) or \(samples, 1, 8\)$"):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"x": np.zeros((3, 9), np.float32)})
+    # no samples, or a NaN (its scale would be NaN: onnxruntime's quantizer then failed obscurely)
+    with pytest.raises(UserError, match="calibration input 'x': no samples"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={"x": np.zeros((0, 1, 8), np.float32)})
+    bad = np.zeros((2, 1, 8), np.float32)
+    bad[1, 0, 3], bad[0, 0, 0] = np.nan, np.inf
+    with pytest.raises(UserError, match="calibration input 'x': 2 elements are NaN or infinite"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={"x": bad})
     with pytest.raises(TypeError, match=r"calibration: expected a dict of input name -> array \(the model's inputs: \['x'\]\)"):
         compile_model(tmp_path / "g.onnx", Target(), calibration=np.zeros((1, 8), np.float32))
 

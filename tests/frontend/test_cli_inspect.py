@@ -80,8 +80,9 @@ def test_shapes_that_cannot_be_inferred(tmp_path):
     _assert_one_line_error(dse("inspect", str(p)), str(p), "'reshape'", "cannot infer the shape of tensor 'r'")
 
 
-def test_missing_file():
-    _assert_one_line_error(dse("inspect", "/nonexistent/model.onnx"), "/nonexistent/model.onnx")
+def test_missing_file(tmp_path):
+    _assert_one_line_error(dse("inspect", "/nonexistent/model.onnx"), "/nonexistent/model.onnx", "no such file")
+    _assert_one_line_error(dse("inspect", str(tmp_path)), str(tmp_path), "a folder, not an ONNX file")
 
 
 def test_table_and_json(tmp_path):

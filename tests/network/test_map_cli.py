@@ -89,6 +89,9 @@ BAD = [
     (("map", "keyword_spotting", "--hw", "tiny", "--layer", "nope", "--no-db"), "no such layer"),
     (("map", "keyword_spotting", "--hw", "tiny", "--objective", "speed", "--no-db"), "objective"),
     (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "magic", "--no-db"), "mapper"),
+    # the unknown mapper is the mistake, not the budget given for it
+    (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "magic", "--max-evaluations", "9", "--no-db"),
+     "mapper: expected one of ['fast', 'exhaustive'], got 'magic'"),
     (("map", "keyword_spotting", "--hw", "tiny", "--db", "x.sqlite", "--no-db"), "contradict"),
     (("map", "no_such_model", "--hw", "tiny"), "not a zoo model"),
     (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "exhaustive", "--victory", "100", "--no-db"),

@@ -284,6 +284,8 @@ def test_report_refuses_to_overwrite_its_inputs(report: Path, tmp_path: Path) ->
     r = CliRunner().invoke(study_app(), ["report", str(folder), "-o", str(tmp_path / "r.html"),
                                          "--page", str(tmp_path / "r.html")])
     assert "the same file as the report" in str(r.exception)
+    r = CliRunner().invoke(study_app(), ["report", str(tmp_path / "nope.json"), "-o", str(tmp_path / "r.html")])
+    assert "nope.json: no such file or folder" in str(r.exception)
     doc = tmp_path / "map.json"
     doc.write_text("{}")
     r = CliRunner().invoke(study_app(), ["report", str(doc), "-o", str(doc)])
