@@ -83,6 +83,8 @@ def _names(raw: Any, where: str) -> tuple[str, ...]:
         raw = [raw]
     if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
         raise UserError(f"{where}: expected a list of names, got {raw!r}")
+    if twice := sorted({x for x in raw if raw.count(x) > 1}):
+        raise UserError(f"{where}: {', '.join(twice)} listed more than once in {list(raw)}")
     return tuple(raw)
 
 

@@ -99,6 +99,8 @@ def test_named_levels_may_be_partial_and_unordered(tmp_path):
     ("levels:\n  - temporal: {K: -1}\n", "levels[0].temporal.K: expected a positive integer factor, got -1"),
     ("levels:\n  - level: rf\n  - level: rf\n", "levels[1].level: 'rf' is listed twice"),
     ("levels:\n  - temporal: {K: 4}\n    spatial: {K: 2}\n", "levels[0]: unknown fields ['spatial']"),
+    ("levels:\n  - bypass: [W, I, W]\n", "levels[0].bypass: W listed more than once in ['W', 'I', 'W']"),
+    ("levels:\n  - order: [K, C, K]\n", "levels[0].order: K listed more than once in ['K', 'C', 'K']"),
 ])
 def test_load_mapping_errors_name_the_file(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
