@@ -119,6 +119,8 @@ def schema(
     if kind not in FORMATS:
         raise UserError(f"unknown schema '{kind}' (expected one of: {', '.join(FORMATS)})")
     build, checker = FORMATS[kind]
+    if check is not None and markdown:
+        raise UserError("--markdown prints the schema, --check validates a file: give one of them")
     if check is not None:
         print(checker(check))
     elif markdown:

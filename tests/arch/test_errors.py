@@ -198,6 +198,10 @@ def test_cli_check_exit_2_one_line(tmp_path):
         [*dse, "schema", "hw", "--check", str(good)], capture_output=True, text=True, timeout=60, check=False
     )
     assert r.returncode == 0 and r.stdout.startswith("OK ")
+    r = subprocess.run(  # two things asked at once: say so (--markdown was ignored)
+        [*dse, "schema", "hw", "--markdown", "--check", str(good)], capture_output=True, text=True, timeout=60,
+        check=False)
+    assert r.returncode == 2 and "give one of them" in r.stderr and r.stdout == ""
 
 
 def test_union_field_error_points_at_the_field(tmp_path):
