@@ -73,6 +73,9 @@ def open_storage(out: Path, url: str | None, *, read_only: bool = False) -> optu
             path.parent.mkdir(parents=True, exist_ok=True)
         return _journal_storage(path)
     assert url is not None
+    if "://" not in url:  # (SQLAlchemy would say only that it cannot parse it)
+        raise UserError(f"--storage {url}: expected a journal file (.journal or .log) or a database URL "
+                        "(sqlite:///FILE, postgresql://...)")
     try:
         return optuna.storages.get_storage(rdb_url(url))
     except ImportError as exc:

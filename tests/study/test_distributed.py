@@ -71,6 +71,10 @@ def test_bad_storage_and_dask_address(tmp_path: Path) -> None:
     msg = str(r.exception)
     assert msg.startswith("--storage postgresql://u:***@127.0.0.1:1/db: cannot open") and "secret" not in msg
     assert not (tmp_path / "out").exists()
+    r = CliRunner().invoke(study_app(), ["sweep", str(path), "--storage", str(tmp_path / "trials.db")])
+    assert isinstance(r.exception, UserError) and str(r.exception).startswith(
+        f"--storage {tmp_path / 'trials.db'}: expected a journal file (.journal or .log) or a database URL")
+    assert not (tmp_path / "out").exists()
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--dask", "nonsense://x", "--no-progress"])
     assert isinstance(r.exception, UserError) and "--dask nonsense://x: cannot connect" in str(r.exception)
     assert masked("postgresql://u@h/db") == "postgresql://u@h/db"
