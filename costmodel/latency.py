@@ -156,7 +156,7 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
 
 def _mode(mode: str) -> int:
     if mode not in _MODES:
-        raise ValueError(f"unknown systolic mode {mode!r}")
+        raise ValueError(f"unknown systolic mode {mode!r} (expected one of {sorted(_MODES)})")
     return _MODES[mode]
 
 

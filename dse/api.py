@@ -19,11 +19,19 @@ if TYPE_CHECKING:
     from costmodel.problem import Problem
 
 
+def _path(value: Any, name: str) -> Path:
+    """An argument that names a file (or a shipped name): a str or Path, not empty. Anything else is
+    a TypeError naming the argument, not one from pathlib or from deep inside."""
+    if isinstance(value, bool) or not isinstance(value, (str, Path)) or not str(value):
+        raise TypeError(f"{name}: expected a file path or name (str or Path), got {value!r:.60}")
+    return Path(value)
+
+
 def load_workload(model: str | Path, allow_unsupported: bool = False) -> Workload:
     """A model as a workload graph: an ONNX file path, or the name of a zoo model."""
     from costmodel.errors import UserError
 
-    path = Path(model)
+    path = _path(model, "model")
     if path.suffix == ".onnx" or path.exists():
         from compiler.frontend import import_onnx
 
@@ -39,21 +47,23 @@ def load_hw(hw: str | Path) -> Architecture:
     """A hardware config: a YAML path, or the name of a shipped config under hwconfigs/."""
     from costmodel.arch import load_architecture
 
-    return load_architecture(hw)
+    return load_architecture(_path(hw, "hw"))
 
 
 def load_layer(path: str | Path) -> Problem:
     """One layer (a Problem) from a YAML/JSON file."""
     from costmodel.problem_io import load_problem
 
-    return load_problem(path)
+    return load_problem(_path(path, "path"))
 
 
 def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapping:
     """A mapping file, validated against the layer and the config."""
+    from costmodel.arch import as_architecture
     from costmodel.mapping import load_mapping as _load
+    from costmodel.problem import expect_problem
 
-    return _load(path, problem, arch)
+    return _load(_path(path, "path"), expect_problem(problem), as_architecture(arch))
 
 
 def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap: bool = True,
@@ -112,4 +122,4 @@ def compile_model(model: str | Path, arch: Any, **kwargs: Any) -> Any:
     """Quantize and compile a model (ONNX path or zoo name) for a compilable config."""
     from compiler.compile import compile_model as _compile_model
 
-    return _compile_model(model, arch, **kwargs)
+    return _compile_model(_path(model, "model"), arch, **kwargs)

@@ -24,6 +24,12 @@ BATCH = random_mappings(LAYER, ARCH, 4, seed=1)
 MAPPING = BATCH.mapping(0, LAYER)
 
 
+def _api():
+    from dse import api
+
+    return api
+
+
 @pytest.mark.parametrize(("call", "names"), [
     (lambda: evaluate(LAYER, ARCH, MAPPING.to_dict(ARCH)), "mapping: expected a Mapping"),
     (lambda: evaluate(LAYER.to_dict(), ARCH, MAPPING), "problem: expected a costmodel.problem.Problem"),
@@ -34,6 +40,14 @@ MAPPING = BATCH.mapping(0, LAYER)
     (lambda: map_model(LAYER, ARCH, db=False), "workload: expected a Workload"),
     (lambda: best_mapping(LAYER, ARCH, db=1), "db: expected True, False, a path or a MappingDB"),
     (lambda: load_architecture(None), "a hardware config: expected a path"),
+    # the dse.api loaders (had been pathlib's TypeError, or an AttributeError from inside)
+    (lambda: _api().load_layer(None), "path: expected a file path or name"),
+    (lambda: _api().load_workload(42), "model: expected a file path or name"),
+    (lambda: _api().compile_model(None, "tpu_like"), "model: expected a file path or name"),
+    (lambda: _api().load_hw(""), "hw: expected a file path or name"),
+    (lambda: _api().load_mapping("m.yaml", None, ARCH), "problem: expected a costmodel.problem.Problem"),
+    (lambda: _api().load_mapping("m.yaml", ARCH, LAYER), "problem: expected a costmodel.problem.Problem"),
+    (lambda: _api().load_mapping("m.yaml", LAYER, 3), "arch: expected an Architecture"),
 ])
 def test_wrong_kind_of_object_is_a_type_error_naming_the_argument(call, names):
     with pytest.raises(TypeError, match=names):
@@ -106,7 +120,11 @@ def test_mapping_of_another_layer_or_config_is_refused(tmp_path: Path):
 def test_flags_of_the_wrong_kind(tmp_path: Path):
     from dse import api
 
-    with pytest.raises(ValueError, match="unknown systolic mode 'bogus'"):
+    with pytest.raises(ValueError, match=r"unknown systolic mode 'bogus' \(expected one of \['overlapped', 'scalesim'\]\)"):
         evaluate_batch(LAYER, ARCH, BATCH, systolic_mode="bogus")  # tiny is no systolic array: still a typo
+    # a number given as text is refused, as run_study's trials are (it had been coerced)
+    for option in ({"max_evaluations": "10"}, {"victory": True}, {"time_limit_s": "1"}):
+        with pytest.raises(UserError, match=f"mapper option '{next(iter(option))}' = .*: expected a number, got"):
+            map_layer(LAYER, ARCH, **option)
     with pytest.raises(TypeError, match="timing must be True or False"):
         api.simulate(tmp_path / "x.axb", {}, timing="no")

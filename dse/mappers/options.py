@@ -7,9 +7,9 @@ signatures: only the options given are checked and passed on."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError
 
 from costmodel.errors import UserError
 from costmodel.problem import as_int
@@ -18,12 +18,24 @@ SEED_MAX = 2**32 - 1
 """numpy's seed range, as the CLI's --seed."""
 
 
+def _not_text(v: Any) -> Any:
+    """A number given as text or a boolean is a mistake, not a number to coerce (as run_study's
+    ``trials`` and the CLI's flags refuse it)."""
+    if isinstance(v, (str, bytes, bool)):
+        raise ValueError(f"expected a number, got {v!r:.40}")  # noqa: TRY004 (pydantic reports a ValueError)
+    return v
+
+
+Int = Annotated[int, BeforeValidator(_not_text)]
+Float = Annotated[float, BeforeValidator(_not_text)]
+
+
 class _SearchOptions(BaseModel):
     """Options of both mappers: a time limit, and how the cost model times a mapping."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    time_limit_s: float | None = Field(None, gt=0, description="Stop the search after this many seconds.")
+    time_limit_s: Float | None = Field(None, gt=0, description="Stop the search after this many seconds.")
     overlap: StrictBool | None = Field(None, description="Double buffering hides transfers (the latency model).")
     systolic_mode: Literal["scalesim", "overlapped"] | None = Field(None, description="Fold model of a systolic config.")
 
@@ -31,23 +43,23 @@ class _SearchOptions(BaseModel):
 class FastOptions(_SearchOptions):
     """The fast mapper's options (:func:`dse.mappers.fast.fast_map`)."""
 
-    max_evaluations: int = Field(None, gt=0, description="Cost-model evaluations to spend.")
-    population: int = Field(None, ge=2, description="Candidates per generation.")
-    elite: int = Field(None, ge=1, description="Candidates kept per generation.")
-    explore: float = Field(None, gt=0, le=1, description="Share of the budget for the evolution phase.")
-    generations: int = Field(None, ge=0, description="Generations of the evolution phase at most.")
-    starts: int = Field(None, ge=1, description="Walkers of the descent phase.")
-    width: int = Field(None, ge=1, description="Moves a walker tries per step.")
-    patience: int = Field(None, ge=1, description="Kicks in a row without a gain before the descent stops.")
-    victory: int | None = Field(None, ge=1, description="Stop after this many evaluations without a gain.")
+    max_evaluations: Int = Field(None, gt=0, description="Cost-model evaluations to spend.")
+    population: Int = Field(None, ge=2, description="Candidates per generation.")
+    elite: Int = Field(None, ge=1, description="Candidates kept per generation.")
+    explore: Float = Field(None, gt=0, le=1, description="Share of the budget for the evolution phase.")
+    generations: Int = Field(None, ge=0, description="Generations of the evolution phase at most.")
+    starts: Int = Field(None, ge=1, description="Walkers of the descent phase.")
+    width: Int = Field(None, ge=1, description="Moves a walker tries per step.")
+    patience: Int = Field(None, ge=1, description="Kicks in a row without a gain before the descent stops.")
+    victory: Int | None = Field(None, ge=1, description="Stop after this many evaluations without a gain.")
 
 
 class ExhaustiveOptions(_SearchOptions):
     """The exhaustive mapper's options (:func:`dse.mappers.exhaustive.exhaustive_map`)."""
 
     prune: StrictBool = Field(None, description="Skip the regions whose lower bound cannot win.")
-    batch_size: int = Field(None, ge=1, description="Mappings per cost-model batch.")
-    chunk: int = Field(None, ge=1, description="Tilings bounded at a time.")
+    batch_size: Int = Field(None, ge=1, description="Mappings per cost-model batch.")
+    chunk: Int = Field(None, ge=1, description="Tilings bounded at a time.")
 
 
 _MODELS: dict[str, type[_SearchOptions]] = {"fast": FastOptions, "exhaustive": ExhaustiveOptions}
@@ -80,7 +92,8 @@ def check_options(mapper: str, options: dict[str, Any]) -> dict[str, Any]:
             known = ", ".join(model.model_fields)
             raise UserError(f"mapper option {name!r}: not an option of the {mapper} mapper "
                             f"(its options: {known})") from None
-        msg = err["msg"][:1].lower() + err["msg"][1:]
+        msg = err["msg"].removeprefix("Value error, ")
+        msg = msg[:1].lower() + msg[1:]
         raise UserError(f"mapper option {name!r} = {err['input']!r}: {msg}") from None
 
 
