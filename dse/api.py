@@ -6,6 +6,7 @@ module is cheap. Results convert to pandas DataFrames (``.to_dataframe()``) for 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 def _path(value: Any, name: str) -> Path:
     """An argument that names a file (or a shipped name): a str or Path, not empty. Anything else is
     a TypeError naming the argument, not one from pathlib or from deep inside."""
-    if isinstance(value, bool) or not isinstance(value, (str, Path)) or not str(value):
-        raise TypeError(f"{name}: expected a file path or name (str or Path), got {value!r:.60}")
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise TypeError(f"{name}: expected a file path or name (str or os.PathLike), got {value!r:.60}")
     return Path(value)
 
 

@@ -71,11 +71,12 @@ def compile_model_cmd(
     MODEL.map.json (the mapped layers)."""
     from compiler.compile import compile_to_file, resolve
     from compiler.sim.check import mapping_sidecar
+    from costmodel.arch import resolve_path
 
     target, arch = resolve(hw)
     cal_files = [spec.partition("=")[2] for spec in calibration or []]
     compiled = compile_to_file(model, arch, out, calibration=_calibration(calibration), seed=seed,
-                               inputs=[hw, *cal_files])
+                               inputs=[resolve_path(hw), *cal_files])
     doc = summarize(compiled, target)
     doc.update({"binary": str(out), "reference": str(compiled.qdq_model), "hw": target.name})
     if as_json:

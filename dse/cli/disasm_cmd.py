@@ -41,11 +41,13 @@ def asm(
 ) -> None:
     """Assemble text into an .axb binary."""
     from compiler.isa.binary import write_binary
+    from compiler.isa.instructions import Finish
     from compiler.isa.program import finish_problem
     from compiler.isa.text import assemble
+    from costmodel.arch import resolve_path
     from costmodel.errors import UserError
 
-    refuse_overwriting(output, source, hw)
+    refuse_overwriting(output, source, None if hw is None else resolve_path(hw))
     try:
         text = source.read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -53,7 +55,9 @@ def asm(
     program = assemble(text, str(source))
     problem = finish_problem(program.instructions)
     if problem is not None:  # (the simulator would refuse the binary)
-        raise UserError(f"{source}: {problem} (end the program with `finish`)")
+        hint = "" if program.instructions and isinstance(program.instructions[-1], Finish) else \
+            " (end the program with `finish`)"
+        raise UserError(f"{source}: {problem}{hint}")
     if hw is not None:
         from costmodel.arch import load_architecture
 

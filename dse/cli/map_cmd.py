@@ -112,7 +112,9 @@ def register(app: typer.Typer) -> None:
 
         to_stdout = json_out is not None and str(json_out) == "-"
         if json_out is not None and not to_stdout:
-            _check_json_out(json_out, model, hw, db)
+            from costmodel.arch import resolve_path
+
+            _check_json_out(json_out, model, resolve_path(hw), db)  # (a shipped name: its file)
         opts = _fast_options(mapper, max_evaluations, victory)
         with user_warnings_as_lines():
             res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,

@@ -104,9 +104,9 @@ def report(
         raise UserError(f"--page {page}: the same file as the report (-o); choose another path")
     inputs: list[Path | None] = [source, hw]
     if not source.is_file():
-        from dse.study.runner import own_files
+        from dse.study.runner import input_files
 
-        inputs += own_files(source)
+        inputs += input_files(source, storage)
     for out in (output, page):  # a file where a folder should be, no permission: one line now, not later
         if out is not None:
             check_writable(out)

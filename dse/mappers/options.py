@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError
 
 from costmodel.errors import UserError
@@ -21,7 +22,7 @@ SEED_MAX = 2**32 - 1
 def _not_text(v: Any) -> Any:
     """A number given as text or a boolean is a mistake, not a number to coerce (as run_study's
     ``trials`` and the CLI's flags refuse it)."""
-    if isinstance(v, (str, bytes, bool)):
+    if isinstance(v, (str, bytes, bool, np.bool_)):
         raise ValueError(f"expected a number, got {v!r:.40}")  # noqa: TRY004 (pydantic reports a ValueError)
     return v
 

@@ -7,6 +7,7 @@ than the user's. Only what the report reads is checked; other keys pass through.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,42 +17,55 @@ from costmodel.errors import UserError
 from costmodel.yamlio import format_path
 
 
-def _numbers(v: Any, where: str = "") -> Any:
-    """``v`` is a JSON number, or a mapping whose leaves are (an energy breakdown): not a string,
-    not a boolean."""
-    if isinstance(v, dict):
-        for key, x in v.items():
-            _numbers(x, f"{where}.{key}" if where else str(key))
-    elif isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ValueError(f"{where}{': ' if where else ''}expected a number, got {v!r:.40}")  # noqa: TRY004 (pydantic reports a ValueError)
+def _number(v: Any, where: str = "") -> Any:
+    """``v`` is a finite JSON number: not a string, a boolean, null or a mapping."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError(f"{where}{': ' if where else ''}expected a finite number, got {v!r:.40}")
     return v
 
 
-Number = Annotated[Any, PlainValidator(_numbers)]
+def _numbers(v: Any, where: str = "") -> Any:
+    """``v`` is a number, or a mapping whose leaves are numbers (an energy breakdown)."""
+    if not isinstance(v, dict):
+        return _number(v, where)
+    for key, x in v.items():
+        _numbers(x, f"{where}.{key}" if where else str(key))
+    return v
+
+
+Number = Annotated[Any, PlainValidator(_number)]
 
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class Accesses(_Open):
+    reads: Number
+    writes: Number
+
+
 class MapLayer(_Open):
     name: str
     energy_pj: Number
     latency_cycles: Number
-    compute_cycles: Number | None = None
+    compute_cycles: Number = None  # (absent: the latency; given, a number)
     macs: Number
     utilization: Number
     energy_breakdown_pj: dict[str, Any] = {}
-    accesses: dict[str, dict[str, dict[str, Number]]] = {}
+    accesses: dict[str, dict[str, Accesses]] = {}
 
     @field_validator("energy_breakdown_pj")
     @classmethod
     def _leaves_are_numbers(cls, v: dict[str, Any]) -> dict[str, Any]:
-        return _numbers(v, "")
+        if "network" in v and not isinstance(v["network"], dict):  # (per level, summed into each level's energy)
+            raise ValueError(f"network: expected a mapping of level: energy, got {v['network']!r:.40}")
+        return _numbers(v)
 
 
 class MapDocument(_Open):
     hw: str
+    model: str = "model"
     energy_pj: Number
     latency_s: Number
     power_mw: Number

@@ -83,9 +83,13 @@ def _parquet_safe(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+TABLES = ("trials.csv", "trials.parquet")
+"""The files :func:`write_tables` writes into a sweep's folder."""
+
+
 def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
     """``trials.csv`` and ``trials.parquet`` in ``out``; returns the files written."""
-    csv, parquet = out / "trials.csv", out / "trials.parquet"
+    csv, parquet = (out / name for name in TABLES)
     with atomic_open(csv, "w", newline="") as fh:
         table.to_csv(fh, index=False)
     with atomic_open(parquet, "wb") as fh:

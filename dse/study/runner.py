@@ -33,6 +33,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from costmodel.arch import resolve_path
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import as_int
@@ -47,9 +48,26 @@ STUDY_COPY = "study.yaml"
 ROOT_NOTE = "root.txt"
 
 
-def own_files(out: Path) -> list[Path]:
-    """The files a sweep keeps in its folder ``out``: what a report written there must not replace."""
-    return [out / name for name in (STUDY_COPY, ROOT_NOTE, STORAGE_NOTE, JOURNAL, "trials.csv", "trials.parquet")]
+def input_files(out: Path, storage: str | None = None) -> list[Path]:
+    """Every file a report of sweep folder ``out`` reads, which it must not replace: the folder's own
+    files, the storage's file (``storage`` or the one the folder remembers), the hardware template
+    and the workloads' ONNX models (as :func:`dse.study.schema.load_study` resolves them)."""
+    from dse.study.results import TABLES
+
+    files = [out / name for name in (STUDY_COPY, ROOT_NOTE, STORAGE_NOTE, JOURNAL, *TABLES)]
+    note = out / STORAGE_NOTE
+    url = storage or (note.read_text().strip() if note.is_file() else "")
+    if url.startswith("sqlite:///") or (url and "://" not in url):  # (a database server has no file here)
+        files.append(Path(url.removeprefix("sqlite:///")))
+    try:
+        spec, _ = read_spec(out / STUDY_COPY)
+    except UserError:  # no study here: the report says so itself
+        return files
+    root = Path((out / ROOT_NOTE).read_text().strip()) if (out / ROOT_NOTE).is_file() else out
+    hw = spec.hardware
+    files.append(root / hw if hw.endswith((".yaml", ".yml")) and not Path(hw).is_absolute() else resolve_path(hw))
+    files += [root / w.model for w in spec.workloads if w.model and w.model.endswith(".onnx")]
+    return files
 
 
 class Interrupted(BaseException):

@@ -4,7 +4,7 @@ would have (the resumed trial keeps its number; see ``runner``).
 
 - ``grid``: trial ``n`` takes point ``perm[n]`` of a seeded permutation of the full grid.
 - ``random``: trial ``n`` draws from ``default_rng([seed, n, crc32(knob)])``.
-- ``tpe`` / ``nsga2``: optuna's samplers, rebuilt for each trial with the seed ``seed * 100003 + n``
+- ``tpe`` / ``nsga2``: optuna's samplers, rebuilt for each trial with the seed ``(seed * 100003 + n) mod 2**32``
   (and for each parameter drawn independently, with a seed from ``(seed, n, name)``, so that a
   resumed trial that already holds some parameters draws the others as before); their other state
   lives in the storage, so the draw depends only on the finished history.
@@ -81,7 +81,8 @@ class ReseededSampler(BaseSampler):
         if number not in self._cache:
             if len(self._cache) > 8:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[number] = self.factory(self.seed * 100003 + number)
+            # (within numpy's seed range: a seed of 42,950 or more had overflowed it)
+            self._cache[number] = self.factory((self.seed * 100003 + number) % 2**32)
         return self._cache[number]
 
     def infer_relative_search_space(self, study: Any, trial: FrozenTrial) -> dict[str, BaseDistribution]:

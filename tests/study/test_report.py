@@ -197,12 +197,17 @@ def _edit(doc: dict, path: tuple, value: object) -> dict:
     ("[]", "expected a JSON object"),
     ("{", "JSONDecodeError"),
     ((("layers",), KeyError), "layers: missing"),  # the right config, the rest cut off
-    ((("energy_pj",), "x"), "energy_pj: expected a number, got 'x'"),
-    ((("layers", 0, "energy_pj"), "x"), "layers[0].energy_pj: expected a number, got 'x'"),
-    ((("layers", 0, "utilization"), True), "layers[0].utilization: expected a number, got True"),
+    ((("energy_pj",), "x"), "energy_pj: expected a finite number, got 'x'"),
+    ((("energy_pj",), {"a": 1}), "energy_pj: expected a finite number, got {'a': 1}"),
+    ((("layers", 0, "energy_pj"), "x"), "layers[0].energy_pj: expected a finite number, got 'x'"),
+    ((("layers", 0, "utilization"), True), "layers[0].utilization: expected a finite number, got True"),
+    ((("layers", 0, "macs"), float("nan")), "layers[0].macs: expected a finite number, got nan"),
+    ((("layers", 0, "compute_cycles"), None), "layers[0].compute_cycles: expected a finite number, got None"),
+    ((("layers", 0, "energy_breakdown_pj", "network"), 5), "network: expected a mapping of level: energy"),
+    ((("model",), [1]), "model: a valid string"),
     ((("layers", 0, "accesses"), None), "layers[0].accesses: a valid dictionary, got None"),
     ((("layers", 0, "energy_breakdown_pj", "leakage", "mac"), "q"),
-     "layers[0].energy_breakdown_pj: leakage.mac: expected a number, got 'q'"),
+     "layers[0].energy_breakdown_pj: leakage.mac: expected a finite number, got 'q'"),
     ((("layers", 1, "macs"), KeyError), "layers[1].macs: missing"),
     ((("hw",), "nosuch"), "hw: "),  # the config the document names (no --hw)
 ])
@@ -291,3 +296,18 @@ def test_report_refuses_to_overwrite_its_inputs(report: Path, tmp_path: Path) ->
     r = CliRunner().invoke(study_app(), ["report", str(doc), "-o", str(doc)])
     assert "is also an input of this command" in str(r.exception) and doc.read_text() == "{}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["map.json"]
+
+
+def test_report_refuses_to_overwrite_the_files_the_study_reads(tmp_path: Path) -> None:
+    """Beyond the folder: the journal kept elsewhere (--storage) and the hardware template."""
+    from costmodel.arch import load_architecture
+
+    hw = tmp_path / "myhw.yaml"
+    hw.write_text(Path(load_architecture("tiny").source).read_text())
+    journal = tmp_path / "ext.journal"
+    run_study(small_study(tmp_path, sampler="random", trials=2, hardware=str(hw)), storage=str(journal))
+    kept = {p: p.read_bytes() for p in (hw, journal)}
+    for out, extra in ((hw, []), (journal, ["--storage", str(journal)]), (journal, [])):  # (the folder remembers it)
+        r = CliRunner().invoke(study_app(), ["report", str(tmp_path / "out"), "-o", str(out), *extra])
+        assert "is also an input of this command" in str(r.exception), (out, extra, r.output)
+    assert {p: p.read_bytes() for p in kept} == kept
