@@ -26,13 +26,19 @@ def walk(base: int, mx: int, my: int, l0: int, l1: int, sx: int, sy: int, s0: in
     return base + taps[:, None] + pix[None, :]
 
 
+def _abs_max(x: np.ndarray) -> int:
+    """The largest |element| as a Python int (``np.abs`` of int8 -128 is -128: a bound of 0 had made
+    a GEMM whose only nonzero weight is -128 all zeros)."""
+    return max(abs(int(x.max())), abs(int(x.min()))) if x.size else 0
+
+
 def exact_matmul(a: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``a @ w`` of integer arrays as exact int64, with float32 BLAS where that is exact.
 
     A float32 partial sum of ``n`` products bounded by ``b`` is exact while ``n * b <= 2**24``, so K
     is cut into chunks of ``2**24 // b`` terms (512 for int8 x uint8); beyond that, int64 matmul.
     """
-    bound = int(np.abs(a).max(initial=0)) * int(np.abs(w).max(initial=0))
+    bound = _abs_max(a) * _abs_max(w)
     out = np.zeros((a.shape[0], w.shape[1]), dtype=np.int64)
     if bound == 0:
         return out

@@ -13,7 +13,7 @@ from math import floor
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from compiler.isa import Buffer, Engine, Gemm, GemmType, Reg, Src1Mode, Vec, VecOp
@@ -21,6 +21,7 @@ from compiler.isa.spec import REDUCE_OPS
 from compiler.sim import compute, kernels
 from compiler.sim.state import MachineState, SimError
 from compiler.target import Target
+from tests.isa.qadd_reference import qadd_as_documented
 
 FLOAT_OPS = frozenset({VecOp.RFADD, VecOp.FDIV, VecOp.FQUANT, VecOp.RBLEND, VecOp.FREQUANT})
 
@@ -100,9 +101,10 @@ def lane_op(s: MachineState, op: VecOp, x: int, y, reg) -> int:
         f = min(max(float(f), reg(Reg.QMIN) - zp), reg(Reg.QMAX) - zp)
         return rint(np.float32(f)) + zp
     if op == VecOp.QADD:
+        # two fused multiply-adds, each rounded once (docs/isa.md), evaluated exactly: four separate
+        # float32 roundings differ by 1 beside a .5 tie (x=-104, y=-121: -126 against -127)
         sa, sb, off = (f32(reg(r)) for r in (Reg.QADD_SA, Reg.QADD_SB, Reg.QADD_OFF))
-        f = np.float32(np.float32(off + np.float32(sa * np.float32(x))) + np.float32(sb * np.float32(y)))
-        return rint(np.float32(min(max(float(f), reg(Reg.QMIN)), reg(Reg.QMAX))))
+        return int(qadd_as_documented(np.array([x]), np.array([y]), sa, sb, off, reg(Reg.QMIN), reg(Reg.QMAX))[0])
     raise AssertionError(op)
 
 
@@ -180,6 +182,9 @@ def vec_insns(draw):
 
 @SETTINGS
 @given(insn=vec_insns(), seed=st.integers(0, 2**16))
+# beside a .5 tie (element [3, 9]: exactly -126.5000047): two FMAs give -127, four roundings -126
+@example(insn=Vec(op=VecOp.QADD, src1_mode=Src1Mode.ROW, src0_buf=Buffer.SPAD, src1_buf=Buffer.SPAD,
+                  dst_buf=Buffer.ACC, mx=4, my=3), seed=3)
 def test_vec_matches_loop_oracle(insn, seed):
     rng = np.random.default_rng(seed)
     s = random_state(rng, scales=insn.op in (VecOp.REQUANT, VecOp.REQUANT_DIV))
@@ -279,3 +284,17 @@ def test_vec_rejects_reading_rows_an_earlier_element_overwrote():
     s.buffers[Buffer.SPAD][0:6, 0] = [9, 1, 2, 3, 4, 5]
     compute.vec(s, Vec(op=VecOp.MOV, dst=0, src0=1, mx=5, sx=1), "t", True)
     assert s.buffers[Buffer.SPAD][0:6, 0].tolist() == [1, 2, 3, 4, 5, 5]
+
+
+def test_exact_matmul_with_minus_128():
+    """|int8 -128| is 128 (np.abs gives -128): a weight block whose only nonzero is -128 came out all
+    zeros, and an underestimated bound made long float32 chunks inexact."""
+    def check(a, w):
+        np.testing.assert_array_equal(kernels.exact_matmul(a, w), a.astype(np.int64) @ w.astype(np.int64))
+
+    check(np.array([[1, 2]], np.int8), np.array([[-128], [0]], np.int8))
+    a = np.full((2, 1100), -128, np.int8)  # a sum of (-128) x (-128) products past 2**24, made odd by one
+    a[0, 1] = -127
+    w = np.full((1100, 1), -128, np.int8)
+    w[1, 0] = 1
+    check(a, w)
