@@ -7,14 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dse.mappers.objectives import Objective
-from dse.mappers.options import check_mapper, check_options, check_seed
+from dse.mappers.options import MAPPERS, check_mapper, check_options, check_seed
 from dse.mappers.result import MapperResult
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
     from costmodel.problem import Problem
-
-MAPPERS = ("fast", "exhaustive")
 
 
 def map_layer(problem: Problem, arch: Architecture, objective: Any = "edp", *, mapper: str = "fast",

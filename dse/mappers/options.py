@@ -64,6 +64,8 @@ class ExhaustiveOptions(_SearchOptions):
 
 
 _MODELS: dict[str, type[_SearchOptions]] = {"fast": FastOptions, "exhaustive": ExhaustiveOptions}
+MAPPERS = tuple(_MODELS)
+"""The mappers' names."""
 
 
 def check_seed(seed: Any) -> int:
@@ -76,7 +78,7 @@ def check_seed(seed: Any) -> int:
 def check_mapper(mapper: Any) -> str:
     """``mapper`` if it names a mapper (a UserError listing them otherwise)."""
     if not isinstance(mapper, str) or mapper not in _MODELS:
-        raise UserError(f"mapper: expected one of {list(_MODELS)}, got {mapper!r}")
+        raise UserError(f"mapper: expected one of {list(MAPPERS)}, got {mapper!r}")
     return mapper
 
 

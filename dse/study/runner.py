@@ -33,7 +33,6 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from costmodel.arch import resolve_path
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import as_int
@@ -51,7 +50,7 @@ ROOT_NOTE = "root.txt"
 def input_files(out: Path, storage: str | None = None) -> list[Path]:
     """Every file a report of sweep folder ``out`` reads, which it must not replace: the folder's own
     files, the storage's file (``storage`` or the one the folder remembers), the hardware template
-    and the workloads' ONNX models (as :func:`dse.study.schema.load_study` resolves them)."""
+    and the workloads' ONNX models (the study's own resolved paths)."""
     from dse.study.results import TABLES
 
     files = [out / name for name in (STUDY_COPY, ROOT_NOTE, STORAGE_NOTE, JOURNAL, *TABLES)]
@@ -60,14 +59,11 @@ def input_files(out: Path, storage: str | None = None) -> list[Path]:
     if url.startswith("sqlite:///") or (url and "://" not in url):  # (a database server has no file here)
         files.append(Path(url.removeprefix("sqlite:///")))
     try:
-        spec, _ = read_spec(out / STUDY_COPY)
+        study = load_study_dir(out)
     except UserError:  # no study here: the report says so itself
         return files
-    root = Path((out / ROOT_NOTE).read_text().strip()) if (out / ROOT_NOTE).is_file() else out
-    hw = spec.hardware
-    files.append(root / hw if hw.endswith((".yaml", ".yml")) and not Path(hw).is_absolute() else resolve_path(hw))
-    files += [root / w.model for w in spec.workloads if w.model and w.model.endswith(".onnx")]
-    return files
+    models = [Path(study.model_path(w)) for w in study.spec.workloads if w.model and w.model.endswith(".onnx")]
+    return [*files, study.hw_source, *models]
 
 
 class Interrupted(BaseException):
