@@ -8,6 +8,7 @@ credentials, an unknown scheme) is the user's mistake: UserError naming the URL,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import optuna
@@ -33,7 +34,24 @@ def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
                     fh.truncate(data.rfind(b"\n") + 1)
         finally:
             lock.release()
+        _check_records(path, data[:data.rfind(b"\n") + 1])
     return JournalStorage(JournalFileBackend(str(path)))
+
+
+def _check_records(path: Path, data: bytes) -> None:
+    """Why: optuna skips an undecodable last line but fails with a bare JSONDecodeError on one
+    followed by others, so a resumed sweep would append behind a damaged line and leave a journal
+    no command can read. A damaged complete line is refused before anything is written."""
+    for number, line in enumerate(data.splitlines(), start=1):
+        try:
+            record = json.loads(line)
+        except ValueError as exc:  # (JSONDecodeError and UnicodeDecodeError)
+            record, why = None, str(exc).split(":")[0]
+        else:
+            why = "expected a JSON object with an op_code"
+        if not (isinstance(record, dict) and "op_code" in record):
+            raise UserError(f"{path}: line {number}: not a study journal record ({why}); the file was edited "
+                            "or damaged: remove that line (the trials before it stay) or restore the file")
 
 
 def masked(url: str) -> str:

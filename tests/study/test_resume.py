@@ -183,3 +183,27 @@ def test_edits_that_keep_the_trials_resume(tmp_path: Path) -> None:
     code, err = dse("sweep", path, "--no-progress")
     assert code == 2 and err.count("\n") == 1 and re.search(r"small\.yaml:\d+: knobs: differs from", err), err
     assert (tmp_path / "out" / "study.yaml").read_text() == copy
+
+
+@pytest.mark.parametrize("damage", [b"garbage{\n", b"[1, 2]\n", b"\xff\xfe\n", b"{\"op_code\": 5\n"])
+@pytest.mark.parametrize("where", ["end", "middle"])
+def test_a_damaged_journal_line_is_refused_before_anything_is_written(tmp_path: Path, damage: bytes,
+                                                                      where: str) -> None:
+    """A complete line that is not a journal record (optuna skips one at the end, then a resumed
+    sweep appends behind it, and the next read fails on it with a traceback) is an error naming the
+    file and line, from the sweep and from the readers; the journal is left as it was."""
+    from tests.study.helpers import dse
+
+    path = small_study(tmp_path, sampler="random", trials=2)
+    run_study(path)
+    journal = tmp_path / "out" / "study.journal"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    at = len(lines) if where == "end" else 3
+    journal.write_bytes(b"".join(lines[:at]) + damage + b"".join(lines[at:]))
+    before = journal.read_bytes()
+    path.write_text(path.read_text().replace("trials: 2", "trials: 3"))
+    for args in (("sweep", path, "--no-progress"), ("results", tmp_path / "out")):
+        code, err = dse(*args)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"study.journal: line {at + 1}: not a study journal record" in err, err
+    assert journal.read_bytes() == before
