@@ -6,6 +6,7 @@ a test fails while the committed file differs from this output.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from compiler.isa import spec
 from compiler.isa.encoding import encode
 from compiler.isa.instructions import Gemm
 from compiler.isa.spec import ENUM_DOC, FORMATS, INSN_BITS, ISA_VERSION, REG_RESET, VEC_OP_DOC, Field
+from costmodel.atomic import atomic_write_text
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "isa.md"
 
@@ -132,9 +134,10 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write docs/isa.md (or the path given as the only argument)."""
-    args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else DOC_PATH
-    path.write_text(render())
+    parser = argparse.ArgumentParser(prog="python -m compiler.isa.docgen", description=main.__doc__)
+    parser.add_argument("path", nargs="?", type=Path, default=DOC_PATH, help=f"default {DOC_PATH}")
+    path = parser.parse_args(sys.argv[1:] if argv is None else argv).path
+    atomic_write_text(path, render())
     print(f"wrote {path}")
     return 0
 

@@ -65,7 +65,7 @@ def simulate(
     binary: Annotated[Path, typer.Argument(help="An .axb binary.")],
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i",
                       help="PATH.npy or NAME=PATH.npy; repeat for several inputs.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for the outputs (default <binary>.out).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the outputs (default <binary stem>.out).")] = None,
     hw: Annotated[str | None, typer.Option("--hw", help="Config YAML/name (default: the one whose fingerprint "
                                                         "the binary names, under hwconfigs/).")] = None,
     gemm_timing: Annotated[str | None, typer.Option("--gemm-timing",

@@ -11,6 +11,8 @@ Dask worker thread.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,33 +24,39 @@ if TYPE_CHECKING:
     from dse.study.runner import _Progress
 
 
-def _client(address: Any) -> tuple[Any, bool]:
-    """A Client for ``address`` (a scheduler address, a cluster, or a Client); True if we own it."""
+@contextmanager
+def dask_client(address: Any) -> Iterator[Any]:
+    """A Client for ``address`` (a scheduler address, a cluster, or a Client; None: no Dask, yields
+    None), closed on exit if made here. Entered before the sweep writes anything, so that a
+    scheduler that cannot be reached leaves no output folder behind (as a bad ``--storage``)."""
+    if address is None:
+        yield None
+        return
     from distributed import Client
 
     if isinstance(address, Client):
-        return address, False
+        yield address
+        return
     try:
-        return Client(address, timeout="10s"), True
+        client = Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise UserError(f"--dask {address}: cannot connect to a Dask scheduler ({exc})") from None
+    try:
+        yield client
+    finally:
+        client.close()
 
 
-def run_on_dask(address: Any, out_dir: Path, storage: str | None, left: int, target: int, workers: int,
+def run_on_dask(client: Any, out_dir: Path, storage: str | None, left: int, target: int, workers: int,
                 bar: _Progress | None, ost: optuna.Study) -> int:
     """Submit ``left`` trials in shares; wait (updating the progress bar); returns trials finished."""
     from dse.study.runner import _worker, shares
 
-    client, owned = _client(address)
-    try:
-        tasks = workers if workers > 1 else max(sum(client.nthreads().values()), 1)
-        futures = [client.submit(_worker, str(out_dir.resolve()), storage, n, target, False, pure=False)
-                   for n in shares(left, tasks)]
-        while not all(f.done() for f in futures):
-            time.sleep(0.5)
-            if bar:
-                bar.update(ost, None)
-        return sum(client.gather(futures))  # re-raises a task's exception
-    finally:
-        if owned:
-            client.close()
+    tasks = workers if workers > 1 else max(sum(client.nthreads().values()), 1)
+    futures = [client.submit(_worker, str(out_dir.resolve()), storage, n, target, False, pure=False)
+               for n in shares(left, tasks)]
+    while not all(f.done() for f in futures):
+        time.sleep(0.5)
+        if bar:
+            bar.update(ost, None)
+    return sum(client.gather(futures))  # re-raises a task's exception

@@ -36,6 +36,7 @@ from optuna.trial import TrialState
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import as_int
+from dse.study.dask_run import dask_client, run_on_dask
 from dse.study.design import Layers, evaluate_design, load_layers
 from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
@@ -325,10 +326,18 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
     out_dir = Path(out) if out else study.output
     study.output = out_dir
     target = target_trials(study, trials)
-    # before writing anything: a model that does not load, a folder holding another study or a bad
-    # storage URL leaves no output behind
+    # before writing anything: a model that does not load, a folder holding another study, a bad
+    # storage URL or an unreachable Dask scheduler leaves no output behind
     _check_same_study(study, out_dir)
     layers = load_layers(study)
+    with dask_client(dask) as client:
+        return _sweep(study, out_dir, layers, target, storage, workers, progress, client)
+
+
+def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: str | None, workers: int,
+           progress: bool, client: Any) -> SweepResult:
+    """:func:`run_study` once its inputs are checked: the new trials locally, in processes or as
+    tasks of the Dask ``client``."""
     st = open_storage(out_dir, storage)
     _prepare_output(study, out_dir, storage)
     ost = create(study, st)
@@ -341,10 +350,8 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
         try:
             if left <= 0:
                 pass
-            elif dask is not None:
-                from dse.study.dask_run import run_on_dask
-
-                run_on_dask(dask, out_dir, storage, left, target, workers, bar, ost)
+            elif client is not None:
+                run_on_dask(client, out_dir, storage, left, target, workers, bar, ost)
             elif workers <= 1:
                 ost.optimize(objective, n_trials=left, catch=(Exception,),
                              callbacks=[*([bar.update] if bar else []), _Enough(target)])

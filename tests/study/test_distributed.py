@@ -77,4 +77,5 @@ def test_bad_storage_and_dask_address(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--dask", "nonsense://x", "--no-progress"])
     assert isinstance(r.exception, UserError) and "--dask nonsense://x: cannot connect" in str(r.exception)
+    assert not (tmp_path / "out").exists()
     assert masked("postgresql://u@h/db") == "postgresql://u@h/db"
