@@ -3,8 +3,8 @@
 A row is keyed by everything that decides the answer: the layer's shape (canonical JSON of
 ``Problem.to_dict()`` without the constructor ``params``, which are not part of identity), the
 config fingerprint, the objective, the mapper and its options (seed included), and
-:func:`model_version` -- a hash of the cost model's and the search's source and data files, so a
-changed model never serves a stale mapping. Stored: the mapping (JSON), its metrics and the
+:func:`model_version` -- a hash of the cost model's and the search's source and data files and of
+the numpy and numba versions, so a changed model never serves a stale mapping. Stored: the mapping (JSON), its metrics and the
 search's record (mappings evaluated, seconds).
 
 Several processes may read and write at once: WAL journal mode, a 30 s busy timeout, and one
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -71,9 +72,13 @@ def layer_signature(problem: Problem) -> str:
 
 @functools.cache
 def model_version() -> str:
-    """Hash of the source and data files of the cost model and the mappers (changes on any edit)."""
+    """Hash of the source and data files of the cost model and the mappers (changes on any edit),
+    and of the numpy and numba versions that compute with them (a database shared between
+    environments answers only searches that would run the same there)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256(f"schema {SCHEMA_VERSION}".encode())
+    for dist in ("numpy", "numba"):
+        h.update(f"{dist} {importlib.metadata.version(dist)}".encode())
     for pkg in _MODEL_PACKAGES:
         for f in sorted((root / pkg).rglob("*")):
             if f.is_file() and f.suffix in (".py", ".csv", ".yaml", ".json") and "__pycache__" not in f.parts:

@@ -56,10 +56,30 @@ def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo:
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise UserError(f"export {path}: the {which} exporter failed on {type(module).__name__}: "
                                 f"{first}") from exc
-            atomic_write_bytes(path, tmp.read_bytes())
+            atomic_write_bytes(path, _without_stack_traces(tmp))
     finally:
         module.train(was_training)
     return path
+
+
+STACK_TRACE = "pkg.torch.onnx.stack_trace"
+
+
+def _without_stack_traces(path: Path) -> bytes:
+    """The exported model without the dynamo exporter's per-node Python stack traces. Why: they
+    hold absolute paths (the checkout, the venv), so the same model exported from two checkouts
+    differed, and so did everything compiled from it; nothing reads them (the node names and
+    name scopes, which say where a node came from, stay)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    for holder in (model.graph, *model.functions):
+        for node in holder.node:
+            kept = [p for p in node.metadata_props if p.key != STACK_TRACE]
+            if len(kept) != len(node.metadata_props):
+                del node.metadata_props[:]
+                node.metadata_props.extend(kept)
+    return model.SerializeToString()
 
 
 @contextlib.contextmanager

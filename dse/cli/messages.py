@@ -6,20 +6,24 @@ import contextlib
 import sys
 import warnings
 from collections.abc import Iterator
+from typing import TextIO
 
 
 @contextlib.contextmanager
 def user_warnings_as_lines() -> Iterator[None]:
     """The block's UserWarnings as one ``warning: ...`` line each on stderr (not Python's two-line
-    ``file:line: UserWarning`` form), printed even when the block fails: a warning such as
-    "symbolic input dims fixed to 1" may be the cause of the error that follows."""
-    with warnings.catch_warnings(record=True) as caught:
+    ``file:line: UserWarning`` form), printed when issued: before a long sweep, not after it, and
+    before an error they may explain ("symbolic input dims fixed to 1")."""
+    with warnings.catch_warnings():
         warnings.simplefilter("always", UserWarning)
-        try:
-            yield
-        finally:
-            for w in caught:
-                if issubclass(w.category, UserWarning):
-                    print(f"warning: {w.message}", file=sys.stderr)
-                else:  # RuntimeWarning, DeprecationWarning...: as Python shows them, not dropped
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        python_form = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
+            if issubclass(category, UserWarning):
+                print(f"warning: {message}", file=sys.stderr)
+            else:  # RuntimeWarning, DeprecationWarning...: as Python shows them, not dropped
+                python_form(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show  # (catch_warnings puts Python's back on exit)
+        yield

@@ -27,12 +27,14 @@ def sweep(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
 ) -> None:
     """Run or resume a study; writes trials.csv (and trials.parquet) into the output folder."""
+    from dse.cli.messages import user_warnings_as_lines
     from dse.study.results import pareto_table, trials_table, write_tables
     from dse.study.runner import Interrupted, run_study
 
     try:
-        res = run_study(study_file, trials=trials, workers=workers, storage=storage, out=output,
-                        progress=not no_progress, dask=dask)
+        with user_warnings_as_lines():
+            res = run_study(study_file, trials=trials, workers=workers, storage=storage, out=output,
+                            progress=not no_progress, dask=dask)
     except Interrupted as exc:
         typer.echo(f"interrupted ({exc}): finished trials are kept; run the same `dse sweep` to resume",
                    err=True)

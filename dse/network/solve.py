@@ -114,19 +114,28 @@ def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None
                     raise _fail(s, exc) from None
             return out
         pool = _pool(workers)
-        pending = {pool.submit(run_search, s, arch): s for s in order}
+        pending = {pool.submit(run_search, s, arch): i for i, s in enumerate(order)}
+        failed: dict[int, UserError] = {}  # by position in ``order``
         try:
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    s = pending.pop(fut)
+                    i = pending.pop(fut)
                     try:
-                        done(s, fut.result())
+                        done(order[i], fut.result())
                     except UserError as exc:
-                        raise _fail(s, exc) from None
+                        failed[i] = exc
+                if failed:  # the error reported is the first failing search's in ``order``, whichever
+                    # finished first: wait for the searches before it only
+                    for fut in [f for f, i in pending.items() if i > min(failed)]:
+                        fut.cancel()
+                        del pending[fut]
         finally:
             for fut in pending:
                 fut.cancel()
+        if failed:
+            first = min(failed)
+            raise _fail(order[first], failed[first]) from None
     return out
 
 

@@ -330,6 +330,12 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
     # storage URL or an unreachable Dask scheduler leaves no output behind
     _check_same_study(study, out_dir)
     layers = load_layers(study)
+    kind = study.spec.sampler.kind
+    if kind in ("tpe", "nsga2") and (workers > 1 or dask is not None):
+        warnings.warn(f"sampler {kind} with {'Dask tasks' if dask is not None else f'{workers} workers'}: each "
+                      "trial is drawn from the trials finished when it starts, so which designs are tried "
+                      "depends on timing and differs between runs (grid and random do not; one worker "
+                      "reproduces a run exactly)", UserWarning, stacklevel=2)
     with dask_client(dask) as client:
         return _sweep(study, out_dir, layers, target, storage, workers, progress, client)
 

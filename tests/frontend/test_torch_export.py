@@ -95,6 +95,22 @@ def test_export_writes_one_file_only(exported):
     assert sorted(p.name for p in folder.iterdir()) == ["convnet.onnx", "seqnet.onnx"]
 
 
+def test_export_holds_no_paths_of_this_machine(exported):
+    """The dynamo exporter's per-node stack traces name the checkout and the venv, so a model
+    exported from two checkouts differed byte for byte (and all compiled from it): they are
+    dropped; the other node metadata (name scopes) stays."""
+    import onnx
+
+    for path in exported.values():
+        raw = path.read_bytes()
+        for folder in {__file__.rsplit("/tests/", 1)[0], torch.__file__.rsplit("/torch/", 1)[0]}:
+            assert folder.encode() not in raw, (path.name, folder)
+        keys = {p.key for n in onnx.load(str(path)).graph.node for p in n.metadata_props}
+        assert "pkg.torch.onnx.stack_trace" not in keys
+        if keys:  # (the TorchScript exporter writes no node metadata)
+            assert "pkg.torch.onnx.name_scopes" in keys, keys
+
+
 def test_convnet_macs_and_params(exported):
     wl = import_onnx(exported["convnet"])
     macs = {x.op_type: [] for x in wl.mac_layers()}

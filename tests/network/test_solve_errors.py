@@ -1,0 +1,45 @@
+"""Which error `solve` reports when several searches fail in parallel: the first failing one in its
+own (biggest-first) order, whichever finishes first, so the same inputs give the same message."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from costmodel.arch import load_architecture
+from costmodel.errors import UserError
+from costmodel.problem import conv2d
+from dse.mapdb import SearchKey
+from dse.network import solve as solve_mod
+from dse.network.solve import Search, Stored, solve
+
+
+def _search(name: str, channels: int) -> Search:
+    key = SearchKey(name, "cfg", "{}", "{}")
+    return Search(key, conv2d(channels, channels, 8, 8, kernel=3, padding=1), None, "fast", 0,  # type: ignore[arg-type]
+                  layers=(name,))
+
+
+def test_the_first_failing_search_in_order_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The biggest layer fails last (after the smaller ones have failed or finished): its error is
+    the one raised, not the first to arrive."""
+
+    def fake_run(search: Search, arch: object) -> Stored:
+        if search.layers == ("big",):
+            time.sleep(0.3)
+            raise UserError("big: no mapping")
+        if search.layers == ("small",):
+            raise UserError("small: no mapping")
+        return Stored({}, {}, 1, 0.0)
+
+    pool = ThreadPoolExecutor(2)
+    monkeypatch.setattr(solve_mod, "_pool", lambda workers: pool)
+    monkeypatch.setattr(solve_mod, "run_search", fake_run)
+    searches = [_search("small", 4), _search("mid", 8), _search("big", 16)]
+    try:
+        with pytest.raises(UserError, match=r"^layer big: big: no mapping$"):
+            solve(searches, load_architecture("tiny"), workers=2, progress=False)
+    finally:
+        pool.shutdown(wait=True)
