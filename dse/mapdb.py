@@ -73,8 +73,9 @@ def layer_signature(problem: Problem) -> str:
 @functools.cache
 def model_version() -> str:
     """Hash of the source and data files of the cost model and the mappers (changes on any edit),
-    and of the numpy and numba versions that compute with them (a database shared between
-    environments answers only searches that would run the same there)."""
+    and of the numpy and numba versions that compute with them: a database shared between
+    environments does not serve one's answers to another with other versions of those (the Python
+    version, llvmlite and the CPU are not in it)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256(f"schema {SCHEMA_VERSION}".encode())
     for dist in ("numpy", "numba"):

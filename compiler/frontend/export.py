@@ -73,12 +73,16 @@ def _without_stack_traces(path: Path) -> bytes:
     import onnx
 
     model = onnx.load(str(path))
-    for holder in (model.graph, *model.functions):
-        for node in holder.node:
+    holders = [model.graph, *model.functions]
+    while holders:  # (and the subgraphs of If / Loop / Scan nodes)
+        for node in holders.pop().node:
             kept = [p for p in node.metadata_props if p.key != STACK_TRACE]
             if len(kept) != len(node.metadata_props):
                 del node.metadata_props[:]
                 node.metadata_props.extend(kept)
+            for attr in node.attribute:
+                holders.extend([attr.g] if attr.HasField("g") else [])
+                holders.extend(attr.graphs)
     return model.SerializeToString()
 
 

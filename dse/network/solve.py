@@ -93,7 +93,10 @@ def _fail(search: Search, exc: UserError) -> UserError:
 
 def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None = None,
           progress: bool = True, on_done: Callable[[Search, Stored], None] | None = None) -> dict[str, Stored]:
-    """Answers by ``search.key.digest``. Biggest layers first, so two workers finish together."""
+    """Answers by ``search.key.digest``. Biggest layers first, so two workers finish together.
+    When searches fail, the error raised is the first failing one's in that order, so the same
+    inputs give the same message; with several workers that means waiting for the bigger searches
+    before it (their answers are kept), not stopping at the first failure to arrive."""
     order = sorted(searches, key=lambda s: -s.problem.macs)
     workers = workers or default_workers()
     out: dict[str, Stored] = {}

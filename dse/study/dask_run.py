@@ -1,8 +1,9 @@
 """``dse sweep --dask ADDRESS``: the new trials of a sweep as tasks on an existing Dask cluster.
 
 Each task is one sweep worker (:func:`dse.study.runner._worker`) running a share of the trials on
-the study's own storage, so Dask only schedules: the trials, their order-independent samplers and
-the resume logic are the same as for local ``--workers``. The workers must see the study folder at
+the study's own storage, so Dask only schedules: the trials, their samplers (TPE and NSGA-II
+drawing from whatever has finished, as with local workers) and the resume logic are the same as
+for local ``--workers``. The workers must see the study folder at
 the same path (a shared file system: it holds the study file copy and the mapping database, and
 the journal unless ``--storage`` names a database). Tasks: ``--workers N`` if given, else one per
 Dask worker thread.
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
 @contextmanager
 def dask_client(address: Any) -> Iterator[Any]:
     """A Client for ``address`` (a scheduler address, a cluster, or a Client; None: no Dask, yields
-    None), closed on exit if made here. Entered before the sweep writes anything, so that a
-    scheduler that cannot be reached leaves no output folder behind (as a bad ``--storage``)."""
+    None), closed on exit if made here. A new sweep enters it before it writes anything, so that a
+    scheduler that cannot be reached leaves no output folder behind (as a bad ``--storage``); a
+    resumed one only when trials are left to run."""
     if address is None:
         yield None
         return

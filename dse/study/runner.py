@@ -327,23 +327,17 @@ def run_study(path: str | Path, *, trials: int | None = None, workers: int = 1, 
     study.output = out_dir
     target = target_trials(study, trials)
     # before writing anything: a model that does not load, a folder holding another study, a bad
-    # storage URL or an unreachable Dask scheduler leaves no output behind
+    # storage URL or (for a new folder) an unreachable Dask scheduler leaves no output behind
     _check_same_study(study, out_dir)
     layers = load_layers(study)
-    kind = study.spec.sampler.kind
-    if kind in ("tpe", "nsga2") and (workers > 1 or dask is not None):
-        warnings.warn(f"sampler {kind} with {'Dask tasks' if dask is not None else f'{workers} workers'}: each "
-                      "trial is drawn from the trials finished when it starts, so which designs are tried "
-                      "depends on timing and differs between runs (grid and random do not; one worker "
-                      "reproduces a run exactly)", UserWarning, stacklevel=2)
-    with dask_client(dask) as client:
-        return _sweep(study, out_dir, layers, target, storage, workers, progress, client)
+    with dask_client(dask if not out_dir.exists() else None) as client:
+        return _sweep(study, out_dir, layers, target, storage, workers, progress, client or dask)
 
 
 def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: str | None, workers: int,
-           progress: bool, client: Any) -> SweepResult:
+           progress: bool, dask: Any) -> SweepResult:
     """:func:`run_study` once its inputs are checked: the new trials locally, in processes or as
-    tasks of the Dask ``client``."""
+    tasks on ``dask`` (an address, connected to only if trials are left, or a connected Client)."""
     st = open_storage(out_dir, storage)
     _prepare_output(study, out_dir, storage)
     ost = create(study, st)
@@ -352,12 +346,19 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
         resumed = _resume_stale(ost, objective)
         states = [t.state for t in ost.get_trials(deepcopy=False)]
         left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
+        kind = study.spec.sampler.kind
+        if left > 0 and kind in ("tpe", "nsga2") and (workers > 1 or dask is not None):
+            warnings.warn(f"sampler {kind} with {'Dask tasks' if dask is not None else f'{workers} workers'}: "
+                          "each trial is drawn from the trials finished when it starts, so which designs are "
+                          "tried depends on timing and differs between runs (grid and random do not; one "
+                          "worker reproduces a run exactly)", UserWarning, stacklevel=3)
         bar = _Progress(ost, target) if progress else None
         try:
             if left <= 0:
                 pass
-            elif client is not None:
-                run_on_dask(client, out_dir, storage, left, target, workers, bar, ost)
+            elif dask is not None:
+                with dask_client(dask) as client:
+                    run_on_dask(client, out_dir, storage, left, target, workers, bar, ost)
             elif workers <= 1:
                 ost.optimize(objective, n_trials=left, catch=(Exception,),
                              callbacks=[*([bar.update] if bar else []), _Enough(target)])

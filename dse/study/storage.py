@@ -34,15 +34,23 @@ def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
                     fh.truncate(data.rfind(b"\n") + 1)
         finally:
             lock.release()
-        _check_records(path, data[:data.rfind(b"\n") + 1])
+        _check_records(path, data)
     return JournalStorage(JournalFileBackend(str(path)))
 
 
 def _check_records(path: Path, data: bytes) -> None:
-    """Why: optuna skips an undecodable last line but fails with a bare JSONDecodeError on one
+    """Every complete line of ``data`` (the journal's bytes; a last line without its newline is the
+    record cut short, dropped above) must be a JSON object with an ``op_code``.
+
+    Why: optuna skips an undecodable last line but fails with a bare JSONDecodeError on one
     followed by others, so a resumed sweep would append behind a damaged line and leave a journal
-    no command can read. A damaged complete line is refused before anything is written."""
-    for number, line in enumerate(data.splitlines(), start=1):
+    no command can read. A damaged line is refused before anything is written. (Lines split at
+    ``\n`` as optuna reads them; a record with an op_code but wrong fields is left to optuna.)
+    The advice is to cut the file there, not to delete the line: trials are numbered by the order
+    of their records, so the records after a deleted one would land on the wrong trials."""
+    lines = data.split(b"\n")
+    lines.pop()  # (after the last newline: empty, or the record cut short)
+    for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
         except ValueError as exc:  # (JSONDecodeError and UnicodeDecodeError)
@@ -51,7 +59,9 @@ def _check_records(path: Path, data: bytes) -> None:
             why = "expected a JSON object with an op_code"
         if not (isinstance(record, dict) and "op_code" in record):
             raise UserError(f"{path}: line {number}: not a study journal record ({why}); the file was edited "
-                            "or damaged: remove that line (the trials before it stay) or restore the file")
+                            f"or damaged: restore it, or keep only its first {number - 1} lines (the trials "
+                            "recorded there stay; deleting just that line would shift later records onto "
+                            "the wrong trials)")
 
 
 def masked(url: str) -> str:

@@ -95,6 +95,13 @@ def test_export_writes_one_file_only(exported):
     assert sorted(p.name for p in folder.iterdir()) == ["convnet.onnx", "seqnet.onnx"]
 
 
+def _assert_no_local_paths(path) -> None:
+    """Neither the checkout's folder nor torch's installation folder appears in the file's bytes."""
+    raw = path.read_bytes()
+    for folder in {__file__.rsplit("/tests/", 1)[0], torch.__file__.rsplit("/torch/", 1)[0]}:
+        assert folder.encode() not in raw, (path.name, folder)
+
+
 def test_export_holds_no_paths_of_this_machine(exported):
     """The dynamo exporter's per-node stack traces name the checkout and the venv, so a model
     exported from two checkouts differed byte for byte (and all compiled from it): they are
@@ -102,9 +109,7 @@ def test_export_holds_no_paths_of_this_machine(exported):
     import onnx
 
     for path in exported.values():
-        raw = path.read_bytes()
-        for folder in {__file__.rsplit("/tests/", 1)[0], torch.__file__.rsplit("/torch/", 1)[0]}:
-            assert folder.encode() not in raw, (path.name, folder)
+        _assert_no_local_paths(path)
         keys = {p.key for n in onnx.load(str(path)).graph.node for p in n.metadata_props}
         assert "pkg.torch.onnx.stack_trace" not in keys
         if keys:  # (the TorchScript exporter writes no node metadata)
@@ -211,3 +216,17 @@ def test_symbolic_sequence_baked_into_constants_is_reported(tmp_path):
     with pytest.warns(UserWarning, match=r"x\[1\]=seq"), pytest.raises(UserError, match=r"reshapes .* x\[1\]=seq"):
         import_onnx(path)
     assert import_onnx(path, input_shapes={"x": (1, 6, 16)}).total_macs == MHA_MACS
+
+
+class _Branchy(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda x: torch.relu(x) + 1, lambda x: x - 1, (x,))
+
+
+def test_stack_traces_are_dropped_inside_subgraphs_too(tmp_path):
+    """torch.cond exports as an If node whose branch graphs carry their own stack traces."""
+    path = export_onnx(_Branchy(), (torch.randn(2, 3),), tmp_path / "branchy.onnx")
+    _assert_no_local_paths(path)
+    import onnx
+
+    assert any(n.op_type == "If" for n in onnx.load(str(path)).graph.node)

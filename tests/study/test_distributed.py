@@ -78,4 +78,12 @@ def test_bad_storage_and_dask_address(tmp_path: Path) -> None:
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--dask", "nonsense://x", "--no-progress"])
     assert isinstance(r.exception, UserError) and "--dask nonsense://x: cannot connect" in str(r.exception)
     assert not (tmp_path / "out").exists()
+    # a finished study resumed with an address: nothing to run, so no connection is needed
+    assert CliRunner().invoke(study_app(), ["sweep", str(path), "--no-progress"]).exit_code == 0
+    r = CliRunner().invoke(study_app(), ["sweep", str(path), "--dask", "nonsense://x", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    # trials left: the address is needed, and refused as before
+    r = CliRunner().invoke(study_app(), ["sweep", str(path), "--dask", "nonsense://x", "--trials", "3",
+                                         "--no-progress"])
+    assert isinstance(r.exception, UserError) and "--dask nonsense://x: cannot connect" in str(r.exception)
     assert masked("postgresql://u@h/db") == "postgresql://u@h/db"

@@ -206,4 +206,10 @@ def test_a_damaged_journal_line_is_refused_before_anything_is_written(tmp_path: 
         code, err = dse(*args)
         assert code == 2 and err.count("\n") == 1, err
         assert f"study.journal: line {at + 1}: not a study journal record" in err, err
+        assert f"keep only its first {at} lines" in err, err
     assert journal.read_bytes() == before
+    if where == "middle" and damage == b"garbage{\n":  # the advice works: the sweep resumes from there
+        journal.write_bytes(b"".join(lines[:at]))
+        assert dse("sweep", path, "--no-progress")[0] == 0
+        trials = open_study(tmp_path / "out")[1].get_trials()
+        assert [t.state.name for t in trials] == ["COMPLETE"] * 3

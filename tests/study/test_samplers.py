@@ -43,14 +43,16 @@ def test_resumed_trial_draws_the_rest_as_before(kind: str, held: int, number: in
 @pytest.mark.parametrize("kind", ["tpe", "nsga2", "random", "grid"])
 def test_history_samplers_with_several_workers_warn_that_runs_differ(tmp_path, kind: str) -> None:
     """TPE and NSGA-II draw from the trials finished so far, so with several workers the designs
-    tried depend on timing: `dse sweep` says so before it runs (on one line), and not for one worker
-    or for the samplers that draw from the trial number alone."""
+    tried depend on timing: `dse sweep` says so before it runs them (on one line), and not for one
+    worker, for the samplers that draw from the trial number alone, or when no trial is left."""
     from tests.study.helpers import dse, small_study
 
     path = small_study(tmp_path, sampler=kind, trials=1)
     code, err = dse("sweep", path, "--no-progress")
     assert code == 0 and "warning:" not in err, err
     code, err = dse("sweep", path, "--no-progress", "--workers", "2")  # (nothing left to run)
+    assert code == 0 and "warning:" not in err, err
+    code, err = dse("sweep", path, "--no-progress", "--workers", "2", "--trials", "2")
     warned = [line for line in err.splitlines() if line.startswith("warning:")]
     assert code == 0
     expected = (f"warning: sampler {kind} with 2 workers: each trial is drawn from the trials finished when it "
