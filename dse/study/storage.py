@@ -45,7 +45,7 @@ def _check_records(path: Path, data: bytes) -> None:
     Why: optuna skips an undecodable last line but fails with a bare JSONDecodeError on one
     followed by others, so a resumed sweep would append behind a damaged line and leave a journal
     no command can read. A damaged line is refused before anything is written. (Lines split at
-    ``\n`` as optuna reads them; a record with an op_code but wrong fields is left to optuna.)
+    newline bytes, as optuna reads them; a record with an op_code but wrong fields is left to optuna.)
     The advice is to cut the file there, not to delete the line: trials are numbered by the order
     of their records, so the records after a deleted one would land on the wrong trials."""
     lines = data.split(b"\n")
