@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -98,6 +99,10 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
             if not np.isfinite(batch).all():  # the quantizer's scales would be NaN: it fails obscurely
                 raise UserError(f"calibration input {name!r}: {int((~np.isfinite(batch)).sum())} elements are "
                                 "NaN or infinite; calibration needs finite values")
+            if batch.min() == batch.max():  # (accepted: a constant input is legal, but rarely what was meant)
+                warnings.warn(f"calibration input {name!r}: every value is {float(batch.flat[0])!r}, so the "
+                              "quantizer has no range to fit: real inputs would fall on a few int8 codes",
+                              UserWarning, stacklevel=2)
             for i, sample in enumerate(batch):
                 if i == len(feeds):
                     feeds.append({})

@@ -14,6 +14,7 @@ scale and zero point) and every output through one DequantizeLinear (the binary'
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -66,6 +67,10 @@ class GraphLowering:
         if len(shape) not in (2, 4):
             raise UserError(f"node {node.name} ({node.op_type}): output of shape {list(shape)}; only 2-D (N, C) and "
                             "4-D (N, C, H, W) tensors are lowered (1-D convolutions and sequences are not)")
+        if len(shape) == 4 and shape[0] != 1:  # (the 4-D handlers compute one sample: a batch lost the rest)
+            raise UserError(f"node {node.name} ({node.op_type}): output of shape {list(shape)}, a batch of "
+                            f"{shape[0]}; 4-D tensors are lowered for batch 1 only: export the model with batch 1 "
+                            "and run the binary once per sample")
         zp = np.asarray(zp)
         dtype = "uint8" if zp.dtype == np.uint8 else "int8"
         a = self.em.new_act(node.output[index], shape, float(np.asarray(scale).reshape(-1)[0]),
@@ -351,6 +356,12 @@ class GraphLowering:
     def avgpool(self, node) -> None:
         x = self.act(node, 0)
         k, s, p, at = self._pool_attrs(node, x)
+        if at.get("count_include_pad", 0) and p != tuple(at.get("pads", [0, 0, 0, 0])):
+            warnings.warn(f"node {node.name} ({node.op_type}): ceil_mode with count_include_pad, and a last window "
+                          "overhangs the edge: onnxruntime's int8 kernel, which the binary follows bit for bit, "
+                          "divides those windows by the kernel size, where the float model (torch, onnx.reference) "
+                          "divides by the count inside the padded image; count_include_pad=False avoids it",
+                          UserWarning, stacklevel=2)
         ho, wo = vector.pool_out(x.shape[2], x.shape[3], k, s, p)
         y = self.out(node, (1, x.shape[1], ho, wo), self.c(node, 3, "y scale"), self.c(node, 4, "y zero point"))
         self._layer(node)

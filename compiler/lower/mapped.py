@@ -68,7 +68,7 @@ class Plan:
                              if lm.temporal.get(d, 1) > 1)
             sp = "x".join(f"{d}{f}" for d, f in (*lm.spatial_y.items(), *lm.spatial_x.items()) if f > 1)
             if loops or sp:
-                parts.append(f"{lv.name}: {loops}{f' [{sp}]' if sp else ''}".rstrip())
+                parts.append(f"{lv.name}: " + " ".join(x for x in (loops, f"[{sp}]" if sp else "") if x))
         return " | ".join(parts)
 
 

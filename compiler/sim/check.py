@@ -135,6 +135,10 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
             raise UserError(f"--check {model_path}: the model's input {meta.name!r} is not an input of the binary "
                             f"({sorted(inputs)})")
         feeds[meta.name] = _feed(inputs[meta.name], io_by_name.get(meta.name), _ORT_TYPES.get(meta.type, np.float32))
+        got = np.shape(feeds[meta.name])
+        if len(got) != len(meta.shape) or any(isinstance(d, int) and d != g for d, g in zip(meta.shape, got)):
+            raise UserError(f"--check {model_path}: the model's input {meta.name!r} has shape {list(meta.shape)}, "
+                            f"the binary's {list(got)}: not the model this binary was compiled from (its .q.onnx)")
     names = [o.name for o in session.get_outputs()]
     missing = sorted(set(outputs) - set(names))
     if missing:

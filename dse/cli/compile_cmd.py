@@ -72,11 +72,13 @@ def compile_model_cmd(
     from compiler.compile import compile_to_file, resolve
     from compiler.sim.check import mapping_sidecar
     from costmodel.arch import resolve_path
+    from dse.cli.messages import user_warnings_as_lines
 
     target, arch = resolve(hw)
     cal_files = [spec.partition("=")[2] for spec in calibration or []]
-    compiled = compile_to_file(model, arch, out, calibration=_calibration(calibration), seed=seed,
-                               inputs=[resolve_path(hw), *cal_files])
+    with user_warnings_as_lines():
+        compiled = compile_to_file(model, arch, out, calibration=_calibration(calibration), seed=seed,
+                                   inputs=[resolve_path(hw), *cal_files])
     doc = summarize(compiled, target)
     doc.update({"binary": str(out), "reference": str(compiled.qdq_model), "hw": target.name})
     if as_json:

@@ -46,6 +46,16 @@ def test_op_of_another_domain_is_named_before_quantizing(tmp_path, capfd):
     assert capfd.readouterr().err == ""
 
 
+def test_a_batch_of_images_is_refused_not_cut_to_its_first(tmp_path):
+    """4-D tensors are lowered for batch 1: a batch of 2 had compiled, with an output of batch 1."""
+    m = graphs.conv(np.random.default_rng(0), 4, 4, (3, 3), (1, 1), (1, 1, 1, 1), (5, 5))
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2
+    onnx.save(m, tmp_path / "b2.onnx")
+    with pytest.raises(UserError, match=r"output of shape \[2, 4, 5, 5\], a batch of 2; 4-D tensors are lowered "
+                       r"for batch 1 only"):
+        compile_model(tmp_path / "b2.onnx", Target())
+
+
 def test_integer_input_cannot_be_quantized(tmp_path):
     g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.INT64, [1, 4])],
@@ -77,6 +87,9 @@ def test_missing_model_and_wrong_calibration(tmp_path):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"x": bad})
     with pytest.raises(TypeError, match=r"calibration: expected a dict of input name -> array \(the model's inputs: \['x'\]\)"):
         compile_model(tmp_path / "g.onnx", Target(), calibration=np.zeros((1, 8), np.float32))
+    # a constant calibration input compiles (it is legal), with a warning: no range to fit
+    with pytest.warns(UserWarning, match=r"calibration input 'x': every value is 0\.0, so the quantizer has no range"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={"x": np.zeros((2, 1, 8), np.float32)})
 
 
 def test_layer_too_big_for_the_scratchpad(tmp_path):

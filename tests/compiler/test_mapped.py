@@ -19,7 +19,7 @@ def test_padded_channels_are_whole_blocks():
     assert mapped.lane_factor(32, 16) == 16 and mapped.lane_factor(3, 16) == 3
 
 
-@pytest.mark.parametrize("problem", [conv2d(64, 128, 28, 28, 3, padding=1), conv2d(32, 96, 56, 56, 1),
+@pytest.mark.parametrize("problem", [conv2d(64, 128, 28, 28, 3, padding=1), conv2d(32, 96, 56, 56, 1), conv2d(16, 16, 4, 4, 1),
                                      fully_connected(512, 1008)])
 def test_mapper_stays_inside_the_template(problem):
     """Whatever the mapper picks under the template's constraints, only P and K (FC: N) split between
@@ -36,6 +36,11 @@ def test_mapper_stays_inside_the_template(problem):
         assert acc.spatial_y.get("C") == 16 and acc.spatial_x.get("K") == 16
     rebuilt = mapped.executed_mapping(problem, ARCH, "scratchpad", "accumulator", 16, p.rows, p.group)
     assert evaluate(problem, ARCH, rebuilt).latency_cycles == evaluate(problem, ARCH, p.mapping).latency_cycles
+    # the one-line form `dse compile` prints: "level: loops [spatial]" per level, single spaces
+    text = p.describe(ARCH)
+    assert "  " not in text and "accumulator: " in text, text
+    if problem.kind != "fc":
+        assert "[C16xK16]" in text, text
 
 
 def test_fit_shrinks_to_a_dividing_tile():

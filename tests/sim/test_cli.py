@@ -141,7 +141,7 @@ def test_outputs_get_the_usual_file_mode(run, binary, tmp_path):
     assert stat.S_IMODE((tmp_path / "o" / "y.npy").stat().st_mode) == 0o666 & ~mask
 
 
-def _qdq_matmul_onnx(path: Path, b, a_scale, a_zp, b_scale, y_scale, y_zp) -> None:
+def _qdq_matmul_onnx(path: Path, b, a_scale, a_zp, b_scale, y_scale, y_zp, rows: int = 9) -> None:
     """float a -> QuantizeLinear -> QLinearMatMul -> DequantizeLinear -> float y (names a, y)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -152,7 +152,7 @@ def _qdq_matmul_onnx(path: Path, b, a_scale, a_zp, b_scale, y_scale, y_zp) -> No
     nodes = [helper.make_node("QuantizeLinear", ["a", "as", "az"], ["aq"]),
              helper.make_node("QLinearMatMul", ["aq", "as", "az", "b", "bs", "bz", "ys", "yz"], ["yq"]),
              helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
-    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [9, 32])],
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [rows, 32])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
 
@@ -179,6 +179,10 @@ def test_check_against_the_onnx_model(run, tmp_path):
     _qdq_matmul_onnx(tmp_path / "bad.onnx", b, a_scale, a_zp, b_scale, y_scale * 1.5, y_zp)  # another model
     p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "bad.onnx"))
     assert p.returncode == 1 and "check failed" in p.stderr and "LSB vs onnxruntime" in p.stdout
+    _qdq_matmul_onnx(tmp_path / "other.onnx", b, a_scale, a_zp, b_scale, y_scale, y_zp, rows=7)  # another shape
+    p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "other.onnx"))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "the model's input 'a' has shape [7, 32], the binary's [9, 32]" in p.stderr, p.stderr
 
 
 def test_asm_refuses_a_program_that_cannot_run_and_simulate_names_the_binary(run, binary, tmp_path):
