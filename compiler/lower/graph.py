@@ -357,7 +357,8 @@ class GraphLowering:
         x = self.act(node, 0)
         k, s, p, at = self._pool_attrs(node, x)
         if at.get("count_include_pad", 0) and p != tuple(at.get("pads", [0, 0, 0, 0])):
-            warnings.warn(f"node {node.name} ({node.op_type}): ceil_mode with count_include_pad, and a last window "
+            warnings.warn(f"node {node.name or repr(node.output[0])} ({node.op_type}): ceil_mode with "
+                          "count_include_pad, and a last window "
                           "overhangs the edge: onnxruntime's int8 kernel, which the binary follows bit for bit, "
                           "divides those windows by the kernel size, where the float model (torch, onnx.reference) "
                           "divides by the count inside the padded image; count_include_pad=False avoids it",
