@@ -32,7 +32,7 @@ class OutputCheck:
     mismatches_ort: int
     max_lsb_reference: int | None  # None: onnx.reference could not run the model
     reference_note: str = ""
-    ort_note: str = ""  # why onnxruntime may not be exact for this model on this CPU (see saturation_note)
+    ort_note: str = ""  # why onnxruntime may not be the reference here (saturation_note, float_model_note)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -81,6 +81,17 @@ def saturation_note(model) -> str:
     return (f"int8 weights up to |{big}| and onnxruntime on this CPU adds uint8 x int8 products in saturating "
             "int16 pairs (x86 without VNNI): where it differs, it may be onnxruntime that is off; "
             "`dse compile` quantizes weights to 7 bits to avoid this")
+
+
+def float_model_note(model) -> str:
+    """A note when ``model`` quantizes nothing: a float model (say the .onnx given to `dse compile`
+    instead of the .q.onnx it wrote) differs from the int8 binary by its quantization, which is
+    not a fault of the binary. Empty otherwise."""
+    if any(n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear") or n.op_type.startswith("QLinear")
+           for n in model.graph.node):
+        return ""
+    return ("this model quantizes nothing (a float model): the binary computes its int8 version, which "
+            "`dse compile` wrote beside it as <stem>.q.onnx; check against that")
 
 
 def _feed(value: np.ndarray, io: IOTensor | None, want: type) -> np.ndarray:
@@ -149,7 +160,7 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
         note = ""
     except Exception as exc:  # noqa: BLE001 - the reference lacks some ops; report, do not fail
         ref_out, note = {}, f"onnx.reference failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    checks, ort_note = [], saturation_note(model)
+    checks, ort_note = [], saturation_note(model) or float_model_note(model)
     for name, sim in outputs.items():
         io = io_by_name[name]
         if tuple(np.shape(ort_out[name])) != tuple(sim.shape):

@@ -183,6 +183,20 @@ def test_check_against_the_onnx_model(run, tmp_path):
     p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "other.onnx"))
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "the model's input 'a' has shape [7, 32], the binary's [9, 32]" in p.stderr, p.stderr
+    # the float model (the one given to `dse compile`, not its .q.onnx): a note says what to check against
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array((b.astype(np.float32) * np.float32(b_scale)), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "w"], ["y"])], "f",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [9, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10),
+              tmp_path / "float.onnx")
+    p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "float.onnx"))
+    assert "note: this model quantizes nothing (a float model)" in p.stdout, p.stdout
+    p = run("simulate", str(axb), "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "good.onnx"))
+    assert p.returncode == 0 and "quantizes nothing" not in p.stdout
 
 
 def test_asm_refuses_a_program_that_cannot_run_and_simulate_names_the_binary(run, binary, tmp_path):
