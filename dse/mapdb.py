@@ -4,8 +4,8 @@ A row is keyed by everything that decides the answer: the layer's shape (canonic
 ``Problem.to_dict()`` without the constructor ``params``, which are not part of identity), the
 config fingerprint, the objective, the mapper and its options (seed included), and
 :func:`model_version` -- a hash of the cost model's and the search's source and data files and of
-the numpy and numba versions, so a changed model never serves a stale mapping. Stored: the mapping (JSON), its metrics and the
-search's record (mappings evaluated, seconds).
+the numpy and numba versions, so a changed model never serves a stale mapping. Stored: the mapping
+(JSON), its metrics and the search's record (mappings evaluated, seconds).
 
 Several processes may read and write at once: WAL journal mode, a 30 s busy timeout, and one
 ``INSERT OR REPLACE`` per result (a row is complete or absent). Location: ``db=`` / ``--db PATH``,

@@ -358,11 +358,10 @@ class GraphLowering:
         k, s, p, at = self._pool_attrs(node, x)
         if at.get("count_include_pad", 0) and p != tuple(at.get("pads", [0, 0, 0, 0])):
             warnings.warn(f"node {node.name or repr(node.output[0])} ({node.op_type}): ceil_mode with "
-                          "count_include_pad, and a last window "
-                          "overhangs the edge: onnxruntime's int8 kernel, which the binary follows bit for bit, "
-                          "divides those windows by the kernel size, where the float model (torch, onnx.reference) "
-                          "divides by the count inside the padded image; count_include_pad=False avoids it",
-                          UserWarning, stacklevel=2)
+                          "count_include_pad, and a last window overhangs the edge: onnxruntime's int8 kernel, "
+                          "which the binary follows bit for bit, divides those windows by the kernel size, where "
+                          "the float model (torch, onnx.reference) divides by the count inside the padded image; "
+                          "count_include_pad=False avoids it", UserWarning, stacklevel=2)
         ho, wo = vector.pool_out(x.shape[2], x.shape[3], k, s, p)
         y = self.out(node, (1, x.shape[1], ho, wo), self.c(node, 3, "y scale"), self.c(node, 4, "y zero point"))
         self._layer(node)

@@ -3,9 +3,9 @@
 Each task is one sweep worker (:func:`dse.study.runner._worker`) running a share of the trials on
 the study's own storage, so Dask only schedules: the trials, their samplers (TPE and NSGA-II
 drawing from whatever has finished, as with local workers) and the resume logic are the same as
-for local ``--workers``. The workers must see the study folder at
-the same path (a shared file system: it holds the study file copy and the mapping database, and
-the journal unless ``--storage`` names a database). Tasks: ``--workers N`` if given, else one per
+for local ``--workers``. The workers must see the study folder at the same path (a shared file
+system: it holds the study file copy and the mapping database, and the journal unless
+``--storage`` names a database). Tasks: ``--workers N`` if given, else one per
 Dask worker thread.
 """
 

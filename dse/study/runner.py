@@ -41,7 +41,7 @@ from dse.study.design import Layers, evaluate_design, load_layers
 from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
 from dse.study.schema import Study, StudySpec, load_study, read_spec
-from dse.study.storage import JOURNAL, STORAGE_NOTE, open_storage
+from dse.study.storage import JOURNAL, STORAGE_NOTE, open_storage, storage_file
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 STUDY_COPY = "study.yaml"
@@ -55,10 +55,9 @@ def input_files(out: Path, storage: str | None = None) -> list[Path]:
     from dse.study.results import TABLES
 
     files = [out / name for name in (STUDY_COPY, ROOT_NOTE, STORAGE_NOTE, JOURNAL, *TABLES)]
-    note = out / STORAGE_NOTE
-    url = storage or (note.read_text().strip() if note.is_file() else "")
-    if url.startswith("sqlite:///") or (url and "://" not in url):  # (a database server has no file here)
-        files.append(Path(url.removeprefix("sqlite:///")))
+    stored = storage_file(out, storage)
+    if stored is not None:  # (a database server has no file here)
+        files.append(stored)
     try:
         study = load_study_dir(out)
     except UserError:  # no study here: the report says so itself

@@ -85,13 +85,30 @@ def is_journal(url: str | None) -> bool:
     return url is None or (url.endswith((".journal", ".log")) and "://" not in url)
 
 
+def storage_url(out: Path, url: str | None) -> str | None:
+    """``url``, else the one study folder ``out`` remembers in ``storage.txt``; None: its journal."""
+    if url is None:
+        note = out / STORAGE_NOTE
+        url = note.read_text().strip() if note.exists() else None
+    return url
+
+
+def storage_file(out: Path, url: str | None) -> Path | None:
+    """The file the storage of study folder ``out`` lives in (see :func:`storage_url`): its journal,
+    another journal or SQLite file, a bare path as given; None for a database server."""
+    url = storage_url(out, url)
+    if url is None:
+        return out / JOURNAL
+    if url and (url.startswith("sqlite:///") or "://" not in url):
+        return Path(url.removeprefix("sqlite:///"))
+    return None
+
+
 def open_storage(out: Path, url: str | None, *, read_only: bool = False) -> optuna.storages.BaseStorage:
     """The storage of study folder ``out``: ``url``, else the one remembered in ``storage.txt``,
     else the journal file ``out/study.journal``. ``read_only`` (dse results / report): a journal that
     does not exist is an error, not created, and the folder is not probed for writing."""
-    if url is None:
-        note = out / STORAGE_NOTE
-        url = note.read_text().strip() if note.exists() else None
+    url = storage_url(out, url)
     if is_journal(url):
         path = Path(url) if url else out / JOURNAL
         if read_only and not path.is_file():
