@@ -7,21 +7,22 @@ several machines). The study file is copied to ``STUDY_DIR/study.yaml`` so that 
 decides its trials (every field but ``trials``, ``output`` and ``mapper.workers``; comments and layout
 do not count): a larger ``trials`` continues the study, a smaller one stops it where it is.
 
-Resume: every trial records its worker (``host:pid``). A RUNNING trial whose worker on this host is
-dead (SIGKILL, power loss) is re-run *in place* -- same trial number, same parameters already drawn,
-the rest drawn by the number-keyed samplers of :mod:`dse.study.samplers` -- before any new trial
-starts. So a resumed serial study has exactly the trials, in the same order and with the same
-results, as an uninterrupted one, and no finished trial is lost or repeated. Trials of live
-workers, or of other hosts, are left alone (a dead remote worker's trial stays RUNNING; delete or
-fail it by hand). Several workers (``workers > 1``) are deterministic per trial for grid/random;
-TPE/NSGA-II then depend on the order in which trials finish.
+Resume: every trial records its worker (``host:pid``, :func:`dse.study.history.worker_id`). A
+RUNNING trial whose worker on this host is dead (SIGKILL, power loss) is re-run *in place* -- same
+trial number, same parameters already drawn, the rest drawn by the number-keyed samplers of
+:mod:`dse.study.samplers` -- before any new trial starts. So a resumed serial study has exactly the
+trials, in the same order and with the same results, as an uninterrupted one, and no finished trial
+is lost or repeated. Trials of live workers, or of other hosts, are left alone (a dead remote
+worker's trial stays RUNNING; delete or fail it by hand). Several workers (``workers > 1``, or Dask
+tasks) run the same trials as one: grid and random draw from the trial number alone, TPE and NSGA-II
+from a history fixed by the number (``sampler.history_lag``, :mod:`dse.study.history`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from costmodel.errors import UserError
 from costmodel.problem import as_int
 from dse.study.dask_run import dask_client, run_on_dask
 from dse.study.design import Layers, evaluate_design, load_layers
+from dse.study.history import WORKER_ATTR, StaleHistory, owner_dead, worker_id
 from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
 from dse.study.schema import Study, StudySpec, load_study, read_spec
@@ -87,21 +89,6 @@ def interruptible() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def _owner_dead(trial: optuna.trial.FrozenTrial) -> bool:
-    host, _, pid = str(trial.user_attrs.get("worker", ":")).partition(":")
-    if not host:
-        return True  # killed before it could say who runs it
-    if host != socket.gethostname():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, ValueError):
-        return False
-    return int(pid) == os.getpid()
-
-
 def _suggest(trial: optuna.trial.Trial, study: Study) -> dict[str, Any]:
     values: dict[str, Any] = {}
     grid = study.spec.sampler.kind == "grid"
@@ -127,7 +114,7 @@ class Objective:
         self.study, self.layers = study, layers
 
     def __call__(self, trial: optuna.trial.Trial) -> list[float]:
-        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
+        trial.set_user_attr(WORKER_ATTR, worker_id())
         sampled = _suggest(trial, self.study)
         same = self._earlier(trial, sampled)
         if same is not None:  # samplers revisit designs: reuse the result, it is deterministic
@@ -164,14 +151,15 @@ def create(study: Study, storage: Any) -> optuna.Study:
     """Create or load the optuna study (quietly: progress is ours, per-trial logs are noise)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     spec = study.spec
-    sampler = make_sampler(spec.sampler.kind, study.sampled_knobs, spec.sampler.seed, spec.sampler.population)
+    sampler = make_sampler(spec.sampler.kind, study.sampled_knobs, spec.sampler.seed, spec.sampler.population,
+                           spec.sampler.history_lag)
     return optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler, load_if_exists=True,
                                directions=[o.direction for o in spec.objectives])
 
 
 def _resume_stale(ost: optuna.Study, objective: Objective) -> int:
     """Re-run, in place, the RUNNING trials whose worker died; returns how many."""
-    stale = [t for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if _owner_dead(t)]
+    stale = [t for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if owner_dead(t)]
     for ft in sorted(stale, key=lambda t: t.number):
         trial = optuna.trial.Trial(ost, ft._trial_id)
         try:
@@ -247,6 +235,9 @@ def _worker(out: str, url: str | None, n_trials: int, target: int, watch_parent:
                          callbacks=[orphaned, _Enough(target)])
     except Interrupted:
         pass
+    except StaleHistory as exc:  # (a user's situation, not a bug: one line, no traceback)
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     return len(mine)
 
 
@@ -345,12 +336,14 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
         resumed = _resume_stale(ost, objective)
         states = [t.state for t in ost.get_trials(deepcopy=False)]
         left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
-        kind = study.spec.sampler.kind
-        if left > 0 and kind in ("tpe", "nsga2") and (workers > 1 or dask is not None):
-            warnings.warn(f"sampler {kind} with {'Dask tasks' if dask is not None else f'{workers} workers'}: "
-                          "each trial is drawn from the trials finished when it starts, so which designs are "
-                          "tried depends on timing and differs between runs (grid and random do not; one "
-                          "worker reproduces a run exactly)", UserWarning, stacklevel=3)
+        sampler = study.spec.sampler
+        lag, on_dask = sampler.history_lag, dask is not None and workers <= 1  # (Dask: a task per thread)
+        if left > 0 and sampler.kind in ("tpe", "nsga2") and (workers > lag or (on_dask and lag == 1)):
+            warnings.warn(f"sampler {sampler.kind} with {'Dask tasks' if on_dask else f'{workers} workers'} and "
+                          f"history_lag {sampler.history_lag}: at most {sampler.history_lag} trial(s) run at once "
+                          "(trial n is drawn from trials up to n - history_lag and waits for them); raise "
+                          "sampler.history_lag in the study file to run more (the results depend on it, never on "
+                          "the workers)", UserWarning, stacklevel=3)
         bar = _Progress(ost, target) if progress else None
         try:
             if left <= 0:
@@ -388,8 +381,11 @@ def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, w
             p.join(0.5)
             if bar:
                 bar.update(ost, None)
-    if any(p.exitcode for p in procs):
-        raise RuntimeError(f"a sweep worker failed (exit codes {[p.exitcode for p in procs]})")
+    codes = [p.exitcode for p in procs]
+    if any(codes) and all(c in (0, 2) for c in codes):  # a worker stopped with a message (StaleHistory)
+        raise UserError("a sweep worker stopped (its message is above); finished trials are kept")
+    if any(codes):
+        raise RuntimeError(f"a sweep worker failed (exit codes {codes})")
 
 
 class _Progress:

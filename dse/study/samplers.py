@@ -6,13 +6,16 @@ would have (the resumed trial keeps its number; see ``runner``).
 - ``random``: trial ``n`` draws from ``default_rng([seed, n, crc32(knob)])``.
 - ``tpe`` / ``nsga2``: optuna's samplers, rebuilt for each trial with the seed ``(seed * 100003 + n) mod 2**32``
   (and for each parameter drawn independently, with a seed from ``(seed, n, name)``, so that a
-  resumed trial that already holds some parameters draws the others as before); their other state
-  lives in the storage, so the draw depends only on the finished history.
+  resumed trial that already holds some parameters draws the others as before), reading only the
+  history ``0 .. n - lag`` (:mod:`dse.study.history`). So the draw depends on the numbers alone, not
+  on the number of workers or on timing; NSGA-II's generation ``g`` is bred from the first
+  ``population`` finished trials of generation ``g - 1``, which every history that breeds ``g`` holds.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +26,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
+from dse.study.history import LaggedView, wait_for_history
 from dse.study.knobs import Knob
 
 
@@ -71,46 +75,80 @@ class RandomSampler(_Independent):
 
 
 class ReseededSampler(BaseSampler):
-    """Delegates to ``factory(seed)`` with a seed derived from the trial number."""
+    """Delegates to ``factory(seed)`` with a seed derived from the trial number, on the history
+    ``0 .. n - lag`` (waiting for it to finish)."""
 
-    def __init__(self, factory: Callable[[int], BaseSampler], seed: int) -> None:
-        self.factory, self.seed = factory, seed
+    def __init__(self, factory: Callable[[int], BaseSampler], seed: int, lag: int = 1) -> None:
+        self.factory, self.seed, self.lag = factory, seed, lag
         self._cache: dict[int, BaseSampler] = {}
+        self._ready: set[int] = set()  # trials whose history has finished (it stays finished; an int a trial)
+        self._lock = threading.Lock()
 
     def _inner(self, number: int) -> BaseSampler:
-        if number not in self._cache:
-            if len(self._cache) > 8:
-                self._cache.pop(next(iter(self._cache)))
-            # (within numpy's seed range: a seed of 42,950 or more had overflowed it)
-            self._cache[number] = self.factory((self.seed * 100003 + number) % 2**32)
-        return self._cache[number]
+        with self._lock:  # (optuna's n_jobs calls from threads)
+            if number not in self._cache:
+                if len(self._cache) > 8:
+                    self._cache.pop(next(iter(self._cache)))
+                # (within numpy's seed range: a seed of 42,950 or more had overflowed it)
+                self._cache[number] = self.factory((self.seed * 100003 + number) % 2**32)
+            return self._cache[number]
+
+    def _history(self, study: Any, trial: FrozenTrial) -> LaggedView:
+        """The trial's history, once finished (each hook of a trial asks; the first one waits)."""
+        if trial.number not in self._ready:
+            wait_for_history(study, trial, self.lag)
+            with self._lock:
+                self._ready.add(trial.number)
+        return LaggedView(study, trial.number - self.lag)
 
     def infer_relative_search_space(self, study: Any, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        return self._inner(trial.number).infer_relative_search_space(study, trial)
+        return self._inner(trial.number).infer_relative_search_space(self._history(study, trial), trial)
 
     def sample_relative(self, study: Any, trial: FrozenTrial, search_space: dict) -> dict[str, Any]:
-        return self._inner(trial.number).sample_relative(study, trial, search_space)
+        return self._inner(trial.number).sample_relative(self._history(study, trial), trial, search_space)
 
     def sample_independent(self, study: Any, trial: FrozenTrial, name: str, dist: BaseDistribution) -> Any:
         # a sampler per (trial, parameter): one instance's draws would depend on which of the
         # trial's parameters it drew before, and a trial resumed after a kill already holds some
         seed = zlib.crc32(f"{self.seed}:{trial.number}:{name}".encode())
-        return self.factory(seed).sample_independent(study, trial, name, dist)
+        return self.factory(seed).sample_independent(self._history(study, trial), trial, name, dist)
 
     def before_trial(self, study: Any, trial: FrozenTrial) -> None:
-        self._inner(trial.number).before_trial(study, trial)
+        self._inner(trial.number).before_trial(self._history(study, trial), trial)
 
     def after_trial(self, study: Any, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
-        self._inner(trial.number).after_trial(study, trial, state, values)
+        self._inner(trial.number).after_trial(LaggedView(study, trial.number - self.lag), trial, state, values)
 
 
-def make_sampler(kind: str, knobs: Sequence[Knob], seed: int, population: int = 20) -> BaseSampler:
+class NSGAII(optuna.samplers.NSGAIISampler):
+    """optuna's NSGA-II with each generation's population fixed: the first ``population_size``
+    trials of it (by number) that completed. optuna takes all that completed so far, which with
+    several workers depends on timing; one worker completes exactly that many before the next
+    generation starts, so a serial run is unchanged. Parents come in trial order (optuna returns
+    them in selection order to the trial that selects them, in trial order to the others)."""
+
+    def get_parent_population(self, study: Any, generation: int) -> list[FrozenTrial]:
+        return sorted(super().get_parent_population(study, generation), key=lambda t: t.number)
+
+    def get_population(self, study: Any, generation: int) -> list[FrozenTrial]:
+        key = self._get_generation_key()
+        done = [t for t in study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True)
+                if t.system_attrs.get(key) == generation]
+        return sorted(done, key=lambda t: t.number)[:self.population_size]
+
+
+# the keys optuna's NSGAIISampler stores generations under (a subclass would get its own name's)
+NSGAII._GENERATION_KEY = optuna.samplers.NSGAIISampler._GENERATION_KEY
+NSGAII._PARENT_CACHE_KEY_PREFIX = optuna.samplers.NSGAIISampler._PARENT_CACHE_KEY_PREFIX
+
+
+def make_sampler(kind: str, knobs: Sequence[Knob], seed: int, population: int = 20, lag: int = 1) -> BaseSampler:
     if kind == "grid":
         return GridSampler(knobs, seed)
     if kind == "random":
         return RandomSampler(seed)
     if kind == "tpe":
-        return ReseededSampler(lambda s: optuna.samplers.TPESampler(seed=s), seed)
+        return ReseededSampler(lambda s: optuna.samplers.TPESampler(seed=s), seed, lag)
     if kind == "nsga2":
-        return ReseededSampler(lambda s: optuna.samplers.NSGAIISampler(seed=s, population_size=population), seed)
+        return ReseededSampler(lambda s: NSGAII(seed=s, population_size=population), seed, lag)
     raise ValueError(f"unknown sampler {kind!r}")

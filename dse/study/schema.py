@@ -73,6 +73,10 @@ class SamplerSpec(_Strict):
     kind: Literal["grid", "random", "tpe", "nsga2"] = "tpe"
     seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the sampler (numpy's range).")
     population: int = Field(20, gt=1, description="NSGA-II population size.")
+    history_lag: int = Field(1, ge=1, description="TPE / NSGA-II: trial n is drawn from trials 0 .. n - "
+                             "history_lag, once they have finished, so that any number of workers runs the "
+                             "same trials; at most this many trials run at once (1: one at a time, as a "
+                             "serial run). Grid and random ignore it.")
 
 
 class MapperSpec(_Strict):

@@ -255,3 +255,43 @@ def test_folder_copy_is_the_text_that_was_parsed(tmp_path: Path, monkeypatch: py
     res = run_study(path)
     assert len(res.optuna_study.get_trials()) == 2
     assert (res.out / "study.yaml").read_text() == parsed != path.read_text()
+
+
+@pytest.mark.parametrize("kind", ["tpe", "nsga2"])
+def test_history_samplers_run_the_same_trials_with_two_worker_processes(tmp_path: Path, kind: str) -> None:
+    """With ``history_lag: 2``, two spawned workers sweep exactly the designs (and metrics) one does:
+    past TPE's 10 random start-up trials, and over NSGA-II's generations of 3."""
+    import yaml
+
+    tables = []
+    for workers in (1, 2):
+        path = small_study(tmp_path, sampler=kind, trials=14, name=f"w{workers}", output=str(tmp_path / f"w{workers}"))
+        doc = yaml.safe_load(path.read_text())
+        doc["sampler"].update(history_lag=2, population=3)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        res = run_study(path, workers=workers)
+        tables.append(trials_table(res.study, res.optuna_study).drop(columns=["state"]))
+    assert tables[0]["rows"].nunique() > 1 and len(tables[0]) == 14
+    pd.testing.assert_frame_equal(tables[0], tables[1])
+
+
+def test_a_trial_drawn_from_a_dead_workers_trial_stops_with_a_message(tmp_path: Path) -> None:
+    """A RUNNING trial whose worker on this host died never finishes: the trial drawn from it (history
+    lag) stops the sweep with a UserError instead of waiting forever; the next sweep re-runs both."""
+    from dse.study.history import StaleHistory
+    from dse.study.runner import create
+    from dse.study.schema import load_study
+    from dse.study.storage import open_storage
+
+    path = small_study(tmp_path, sampler="tpe", trials=3)
+    study = load_study(path)
+    study.output.mkdir(parents=True)
+    ost = create(study, open_storage(study.output, None))
+    ost.optimize(lambda t: [1.0, 1.0], n_trials=1)
+    dead = ost.ask()  # trial 1, left RUNNING by a worker that no longer exists
+    ost._storage.set_trial_user_attr(dead._trial_id, "worker", f"{__import__('socket').gethostname()}:999999999")
+    with pytest.raises(StaleHistory, match=r"trial 1 will not finish .* trial 2 is drawn from it"):
+        ost.ask()
+    res = run_study(path)  # resumes trial 1 (and the stopped trial 2) in place
+    assert res.resumed == 2
+    assert [t.state.name for t in res.optuna_study.get_trials()] == ["COMPLETE"] * 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import optuna
 import pytest
+import yaml
 
 from dse.study.samplers import make_sampler
 
@@ -41,10 +42,11 @@ def test_resumed_trial_draws_the_rest_as_before(kind: str, held: int, number: in
 
 
 @pytest.mark.parametrize("kind", ["tpe", "nsga2", "random", "grid"])
-def test_history_samplers_with_several_workers_warn_that_runs_differ(tmp_path, kind: str) -> None:
-    """TPE and NSGA-II draw from the trials finished so far, so with several workers the designs
-    tried depend on timing: `dse sweep` says so before it runs them (on one line), and not for one
-    worker, for the samplers that draw from the trial number alone, or when no trial is left."""
+def test_more_workers_than_the_history_lag_warn_that_they_take_turns(tmp_path, kind: str) -> None:
+    """TPE and NSGA-II trial n waits for trials up to n - history_lag: with more workers than the lag,
+    `dse sweep` says (on one line, before it runs them) that they take turns; not for one worker,
+    nor for workers within the lag, nor for the samplers that draw from the trial number alone, nor
+    when no trial is left."""
     from tests.study.helpers import dse, small_study
 
     path = small_study(tmp_path, sampler=kind, trials=1)
@@ -55,7 +57,60 @@ def test_history_samplers_with_several_workers_warn_that_runs_differ(tmp_path, k
     code, err = dse("sweep", path, "--no-progress", "--workers", "2", "--trials", "2")
     warned = [line for line in err.splitlines() if line.startswith("warning:")]
     assert code == 0
-    expected = (f"warning: sampler {kind} with 2 workers: each trial is drawn from the trials finished when it "
-                "starts, so which designs are tried depends on timing and differs between runs (grid and random "
-                "do not; one worker reproduces a run exactly)")
+    expected = (f"warning: sampler {kind} with 2 workers and history_lag 1: at most 1 trial(s) run at once (trial "
+                "n is drawn from trials up to n - history_lag and waits for them); raise sampler.history_lag in the "
+                "study file to run more (the results depend on it, never on the workers)")
     assert warned == ([expected] if kind in ("tpe", "nsga2") else []), err
+    lagged = small_study(tmp_path, sampler=kind, trials=2, name="lagged", output=str(tmp_path / "lagged"))
+    doc = yaml.safe_load(lagged.read_text())
+    doc["sampler"]["history_lag"] = 2
+    lagged.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, err = dse("sweep", lagged, "--no-progress", "--workers", "2")
+    assert code == 0 and "warning:" not in err, err
+
+
+def _timed_objective(trial: optuna.trial.Trial) -> tuple[float, float]:
+    """Two objectives of the drawn values, after a sleep that reorders the finishing of parallel
+    trials (its length is random, not a function of the trial: timing must not matter)."""
+    import random
+    import time
+
+    v = _draw(trial)
+    time.sleep(random.uniform(0, 0.02))
+    return float(v["rows"] * v["cols"] + v["glb"]), float(abs(v["pes"] - v["rows"]) + 16 / v["glb"])
+
+
+@pytest.mark.parametrize("kind", ["tpe", "nsga2"])
+def test_history_samplers_draw_the_same_trials_with_any_number_of_threads(kind: str) -> None:
+    """With a history lag, trial n is drawn from trials 0 .. n - lag only, once they are finished:
+    3 threads draw exactly the trials one does (optuna's own parallel mode draws from whatever has
+    finished, so which designs it tries depends on timing)."""
+    def run(jobs: int) -> list[dict[str, int]]:
+        st = optuna.create_study(directions=["minimize", "minimize"],
+                                 sampler=make_sampler(kind, [], seed=5, population=4, lag=3))
+        st.optimize(_timed_objective, n_trials=24, n_jobs=jobs)
+        assert len(st.trials) == 24
+        return [t.params for t in sorted(st.trials, key=lambda t: t.number)]
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    serial = run(1)
+    assert len({tuple(p.values()) for p in serial}) > 5  # (a sampler that draws, not a constant)
+    assert run(3) == serial
+    assert run(2) == serial
+
+
+def test_history_lag_hides_the_latest_trials_from_the_sampler() -> None:
+    """The sampler of trial n sees trials 0 .. n - lag and nothing later."""
+    from dse.study.samplers import ReseededSampler
+
+    seen: dict[int, list[int]] = {}
+
+    class Spy(optuna.samplers.RandomSampler):
+        def infer_relative_search_space(self, study: object, trial: optuna.trial.FrozenTrial) -> dict:
+            seen[trial.number] = [t.number for t in study.get_trials(deepcopy=False)]
+            return {}
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    st = optuna.create_study(sampler=ReseededSampler(lambda s: Spy(seed=s), 0, lag=2))
+    st.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=5)
+    assert seen == {0: [], 1: [], 2: [0], 3: [0, 1], 4: [0, 1, 2]}
