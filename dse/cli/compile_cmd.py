@@ -19,19 +19,15 @@ import typer
 def _calibration(paths: list[str] | None) -> dict | None:
     if not paths:
         return None
-    import numpy as np
-
     from costmodel.errors import UserError
+    from dse.cli.arrays import read_npy
 
     out = {}
     for spec in paths:
         name, sep, path = spec.partition("=")
         if not sep:
             raise UserError(f"--calibration {spec}: expected NAME=PATH.npy (the model input's name)")
-        try:
-            out[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"--calibration {spec}: cannot read {path} as a .npy array ({exc})") from None
+        out[name] = read_npy(path, f"--calibration {name}")
     return out
 
 

@@ -22,7 +22,7 @@ from costmodel.errors import UserError
 
 
 def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
-    import numpy as np
+    from dse.cli.arrays import read_npy
 
     named: dict[str, str] = {}
     plain: list[str] = []
@@ -41,13 +41,7 @@ def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
         raise UserError(f"--input: {len(plain)} unnamed file(s) but only {len(free)} unassigned input(s) "
                         f"{free}; the binary's inputs are {names} (use NAME=PATH.npy)")
     named.update(zip(free, plain, strict=False))
-    out = {}
-    for name, path in named.items():
-        try:
-            out[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"--input {name}={path}: cannot read as a .npy array ({exc})") from None
-    return out
+    return {name: read_npy(path, f"--input {name}") for name, path in named.items()}
 
 
 def _save_npy(array: Any, path: Path) -> None:
