@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from collections.abc import Container
-from datetime import datetime
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
@@ -26,8 +26,10 @@ from costmodel.errors import UserError
 
 WORKER_ATTR = "worker"
 GRACE_S = 60.0
-"""A RUNNING trial whose worker has not named itself after this long was killed before it could."""
-POLL_S = 0.1
+"""A RUNNING trial that has not named its worker this long after a waiter first saw it was killed
+before it could (measured on this process's clock: another host's may be skewed)."""
+NOTE_EVERY_S = 300.0
+"""While waiting, a line on stderr this often: a dead worker of another host cannot be detected."""
 
 
 class StaleHistory(UserError):
@@ -40,44 +42,75 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def owner_dead(trial: FrozenTrial, grace_s: float = 0.0, *, mine: bool = True) -> bool:
-    """Whether the worker running ``trial`` is dead: a process of this host that no longer exists, or
-    no worker named ``grace_s`` seconds after the trial started (a remote worker is taken as alive).
-    ``mine``: what a trial of this very process counts as (dead when resuming: it runs none then;
-    alive for a waiting sampler: another thread may run it)."""
+def _process_gone(pid: int) -> bool:
+    """No such process on this host, or a zombie (exited, not yet reaped by its parent)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:  # "pid (comm) S ...": the state after the name
+            return f.read().rpartition(b")")[2].split()[0] == b"Z"
+    except (OSError, IndexError):  # (no /proc: not Linux)
+        return False
+
+
+def owner_dead(trial: FrozenTrial, *, mine: bool = True) -> bool | None:
+    """Whether the worker running ``trial`` is dead: True for a process of this host that has ended,
+    False for a live one or one of another host (which cannot be checked), None when the trial
+    names no worker (killed before it could, or just starting). ``mine``: what a trial of this very
+    process counts as (dead when resuming: it runs none then; alive for a waiting sampler: another
+    thread may run it)."""
     host, _, pid = str(trial.user_attrs.get(WORKER_ATTR, ":")).partition(":")
     if not host:
-        start = trial.datetime_start
-        return start is None or (datetime.now() - start).total_seconds() >= grace_s
+        return None
     if host != socket.gethostname():
         return False
     try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, ValueError):
+        number = int(pid)
+    except ValueError:
         return False
-    return mine and int(pid) == os.getpid()
+    return mine if number == os.getpid() else _process_gone(number)
 
 
 def wait_for_history(study: Any, trial: FrozenTrial, lag: int) -> None:
     """Block until trials ``0 .. trial.number - lag`` have all finished. The trial names its worker
-    first, so that a worker waiting on it in turn does not take it for a dead one."""
+    first, so that a worker waiting on it in turn does not take it for a dead one. A trial of a dead
+    worker of this host is a :class:`StaleHistory`; for one of another host (or a reused pid) only a
+    note on stderr every few minutes says what it waits for."""
     if trial.user_attrs.get(WORKER_ATTR) != worker_id():  # (a resumed trial names its dead worker)
         study._storage.set_trial_user_attr(trial._trial_id, WORKER_ATTR, worker_id())
     limit = trial.number - lag
+    unnamed: dict[int, float] = {}  # trial number -> when first seen without a worker
+    started = last_note = time.monotonic()
+    delay = 0.05
     while limit >= 0:
         pending = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING))
                    if t.number <= limit]
         if not pending:
             return
+        now = time.monotonic()
         for t in pending:
-            if t.state == TrialState.RUNNING and owner_dead(t, GRACE_S, mine=False):
+            if t.state != TrialState.RUNNING:
+                continue
+            dead = owner_dead(t, mine=False)
+            if dead is None:
+                dead = now - unnamed.setdefault(t.number, now) >= GRACE_S
+            if dead:
                 raise StaleHistory(
                     f"trial {t.number} will not finish (its worker {t.user_attrs.get(WORKER_ATTR, '?')} died), "
-                    f"and trial {trial.number} is drawn from it (sampler.history_lag {lag}): this sweep stops; "
-                    "run `dse sweep` again to re-run it in place")
-        time.sleep(POLL_S)
+                    f"and trial {trial.number} is drawn from it (sampler.history_lag {lag}): this worker stops; "
+                    "run `dse sweep` again to re-run both in place")
+        if now - last_note >= NOTE_EVERY_S:
+            last_note = now
+            first = pending[0]
+            print(f"note: trial {trial.number} has waited {(now - started) / 60:.0f} min for trial {first.number} "
+                  f"(worker {first.user_attrs.get(WORKER_ATTR, '?')}; sampler.history_lag {lag}); if that worker "
+                  "is gone, mark the trial failed (docs/studies.md, Resume)", file=sys.stderr, flush=True)
+        time.sleep(delay)
+        delay = min(2.0, delay * 1.5)  # (each poll reads every trial: a database is asked less often)
 
 
 class LaggedView:

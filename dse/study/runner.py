@@ -159,7 +159,8 @@ def create(study: Study, storage: Any) -> optuna.Study:
 
 def _resume_stale(ost: optuna.Study, objective: Objective) -> int:
     """Re-run, in place, the RUNNING trials whose worker died; returns how many."""
-    stale = [t for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if owner_dead(t)]
+    # (a trial that names no worker was killed before it could: no other sweep runs while resuming)
+    stale = [t for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if owner_dead(t) is not False]
     for ft in sorted(stale, key=lambda t: t.number):
         trial = optuna.trial.Trial(ost, ft._trial_id)
         try:
@@ -235,8 +236,10 @@ def _worker(out: str, url: str | None, n_trials: int, target: int, watch_parent:
                          callbacks=[orphaned, _Enough(target)])
     except Interrupted:
         pass
-    except StaleHistory as exc:  # (a user's situation, not a bug: one line, no traceback)
-        print(f"error: {exc}", file=sys.stderr)
+    except StaleHistory as exc:
+        if not watch_parent:  # a Dask task: the error goes back to the client (SystemExit would kill
+            raise  # the Dask worker and the other tasks it runs)
+        print(f"error: {exc}", file=sys.stderr)  # a spawned process: one line, no traceback
         raise SystemExit(2) from None
     return len(mine)
 
@@ -336,14 +339,8 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
         resumed = _resume_stale(ost, objective)
         states = [t.state for t in ost.get_trials(deepcopy=False)]
         left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
-        sampler = study.spec.sampler
-        lag, on_dask = sampler.history_lag, dask is not None and workers <= 1  # (Dask: a task per thread)
-        if left > 0 and sampler.kind in ("tpe", "nsga2") and (workers > lag or (on_dask and lag == 1)):
-            warnings.warn(f"sampler {sampler.kind} with {'Dask tasks' if on_dask else f'{workers} workers'} and "
-                          f"history_lag {sampler.history_lag}: at most {sampler.history_lag} trial(s) run at once "
-                          "(trial n is drawn from trials up to n - history_lag and waits for them); raise "
-                          "sampler.history_lag in the study file to run more (the results depend on it, never on "
-                          "the workers)", UserWarning, stacklevel=3)
+        if left > 0 and dask is None:
+            warn_if_taking_turns(study, min(workers, left), "workers")
         bar = _Progress(ost, target) if progress else None
         try:
             if left <= 0:
@@ -362,6 +359,17 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
     return SweepResult(study, ost, out_dir, resumed, max(left, 0))
 
 
+def warn_if_taking_turns(study: Study, runners: int, what: str) -> None:
+    """TPE / NSGA-II trial n waits for trials up to n - history_lag: more runners than the lag take
+    turns; say so before they run."""
+    sampler = study.spec.sampler
+    if sampler.kind in ("tpe", "nsga2") and runners > sampler.history_lag:
+        warnings.warn(f"sampler {sampler.kind} with {runners} {what} and history_lag {sampler.history_lag}: at most "
+                      f"{sampler.history_lag} trial(s) run at once (trial n is drawn from trials up to n - history_lag "
+                      "and waits for them); raise sampler.history_lag in the study file to run more (the results "
+                      "depend on it, never on the workers)", UserWarning, stacklevel=3)
+
+
 def shares(left: int, workers: int) -> list[int]:
     """``left`` trials split as evenly as possible over ``workers`` (no empty shares)."""
     return [n for n in (left // workers + (i < left % workers) for i in range(workers)) if n]
@@ -371,17 +379,23 @@ def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, w
                    bar: _Progress | None, ost: optuna.Study) -> None:
     """The new trials split over ``workers`` spawned processes on the same storage."""
     import multiprocessing as mp
+    from multiprocessing.connection import wait
 
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker, args=(str(out_dir), storage, n, target)) for n in shares(left, workers)]
     for p in procs:
         p.start()
-    for p in procs:
-        while p.is_alive():
-            p.join(0.5)
-            if bar:
-                bar.update(ost, None)
+    running = list(procs)
+    while running:  # every child reaped as it ends (a zombie would pass for a live worker)
+        wait([p.sentinel for p in running], timeout=0.5)
+        running = [p for p in running if p.is_alive()]
+        if bar:
+            bar.update(ost, None)
     codes = [p.exitcode for p in procs]
+    killed = [signal.Signals(-c).name for c in codes if c is not None and c < 0]
+    if killed:  # (SIGKILL, the OOM killer): no bug of ours, and the trials it finished are kept
+        raise UserError(f"a sweep worker was killed ({', '.join(killed)}); finished trials are kept: run the "
+                        "same `dse sweep` to resume")
     if any(codes) and all(c in (0, 2) for c in codes):  # a worker stopped with a message (StaleHistory)
         raise UserError("a sweep worker stopped (its message is above); finished trials are kept")
     if any(codes):

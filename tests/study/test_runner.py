@@ -275,10 +275,29 @@ def test_history_samplers_run_the_same_trials_with_two_worker_processes(tmp_path
     pd.testing.assert_frame_equal(tables[0], tables[1])
 
 
-def test_a_trial_drawn_from_a_dead_workers_trial_stops_with_a_message(tmp_path: Path) -> None:
-    """A RUNNING trial whose worker on this host died never finishes: the trial drawn from it (history
-    lag) stops the sweep with a UserError instead of waiting forever; the next sweep re-runs both."""
-    from dse.study.history import StaleHistory
+def _ask_within(ost: optuna.Study, seconds: float) -> BaseException | None:
+    """``ost.ask()`` in a thread: what it raised, or a failure if it still waits after ``seconds``
+    (a regression must not hang the suite)."""
+    import threading
+
+    out: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            ost.ask()
+            out.append(None)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the test
+            out.append(exc)
+
+    t = threading.Thread(target=ask, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert out, f"ask() still waits after {seconds} s"
+    return out[0]
+
+
+def _lagged_study(tmp_path: Path) -> tuple[Path, optuna.Study]:
+    """A TPE study (history lag 1) with trial 0 finished, its optuna study open."""
     from dse.study.runner import create
     from dse.study.schema import load_study
     from dse.study.storage import open_storage
@@ -288,10 +307,81 @@ def test_a_trial_drawn_from_a_dead_workers_trial_stops_with_a_message(tmp_path: 
     study.output.mkdir(parents=True)
     ost = create(study, open_storage(study.output, None))
     ost.optimize(lambda t: [1.0, 1.0], n_trials=1)
+    return path, ost
+
+
+def test_a_trial_drawn_from_a_dead_workers_trial_stops_with_a_message(tmp_path: Path) -> None:
+    """A RUNNING trial whose worker on this host died never finishes: the trial drawn from it (history
+    lag) stops with a UserError instead of waiting forever; the next sweep re-runs both."""
+    import socket
+
+    from dse.study.history import WORKER_ATTR, StaleHistory
+
+    path, ost = _lagged_study(tmp_path)
     dead = ost.ask()  # trial 1, left RUNNING by a worker that no longer exists
-    ost._storage.set_trial_user_attr(dead._trial_id, "worker", f"{__import__('socket').gethostname()}:999999999")
-    with pytest.raises(StaleHistory, match=r"trial 1 will not finish .* trial 2 is drawn from it"):
-        ost.ask()
+    ost._storage.set_trial_user_attr(dead._trial_id, WORKER_ATTR, f"{socket.gethostname()}:999999999")
+    err = _ask_within(ost, 30)
+    assert isinstance(err, StaleHistory) and "trial 1 will not finish" in str(err), err
+    assert "trial 2 is drawn from it" in str(err)
     res = run_study(path)  # resumes trial 1 (and the stopped trial 2) in place
     assert res.resumed == 2
     assert [t.state.name for t in res.optuna_study.get_trials()] == ["COMPLETE"] * 3
+
+
+def test_a_zombie_worker_counts_as_dead(tmp_path: Path) -> None:
+    """A worker process that exited but was not yet reaped by its parent (a zombie) still answers
+    signal 0; the trial it left RUNNING must not be waited for forever."""
+    import subprocess
+    import time
+
+    from dse.study.history import WORKER_ATTR, StaleHistory, owner_dead, worker_id
+
+    child = subprocess.Popen(["true"])
+    for _ in range(100):  # until it has exited (and, not waited for, is a zombie)
+        with open(f"/proc/{child.pid}/stat", "rb") as f:
+            if f.read().rpartition(b")")[2].split()[0] == b"Z":
+                break
+        time.sleep(0.05)
+    try:
+        _, ost = _lagged_study(tmp_path)
+        dead = ost.ask()
+        ost._storage.set_trial_user_attr(dead._trial_id, WORKER_ATTR, f"{worker_id().partition(':')[0]}:{child.pid}")
+        assert owner_dead(ost.trials[1]) is True
+        assert isinstance(_ask_within(ost, 30), StaleHistory)
+    finally:
+        child.wait()
+
+
+def test_a_trial_that_never_names_its_worker_is_dead_after_the_grace(tmp_path: Path, monkeypatch) -> None:
+    """A trial killed between its creation and naming its worker: dead once a waiter has seen it
+    unnamed for the grace period (on the waiter's own clock), not before."""
+    import time
+
+    from dse.study import history
+
+    _, ost = _lagged_study(tmp_path)
+    unnamed = ost._storage.create_new_trial(ost._study_id)  # trial 1: RUNNING, no worker
+    assert history.owner_dead(ost._storage.get_trial(unnamed)) is None
+    monkeypatch.setattr(history, "GRACE_S", 0.5)
+    t0 = time.monotonic()
+    assert isinstance(_ask_within(ost, 30), history.StaleHistory)
+    assert time.monotonic() - t0 >= 0.5
+
+
+def test_a_stale_history_in_a_dask_task_is_raised_not_an_exit(tmp_path: Path, monkeypatch) -> None:
+    """In a Dask task (``watch_parent=False``) the StaleHistory goes back to the client as itself: a
+    SystemExit would kill the Dask worker and every task it runs."""
+    from dse.study import runner
+    from dse.study.history import StaleHistory
+
+    path = small_study(tmp_path, sampler="tpe", trials=2)
+    run_study(path, trials=1)
+
+    def stale(*_args: object, **_kw: object) -> None:
+        raise StaleHistory("trial 0 will not finish")
+
+    monkeypatch.setattr(optuna.Study, "optimize", stale)
+    with pytest.raises(StaleHistory):
+        runner._worker(str(tmp_path / "out"), None, 1, 2, watch_parent=False)
+    with pytest.raises(SystemExit):
+        runner._worker(str(tmp_path / "out"), None, 1, 2, watch_parent=True)
