@@ -194,6 +194,8 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
     any_fit = False
     pending: list[MappingBatch] = []
     n_pending = [0]
+    pool: list[tuple[np.ndarray, np.ndarray]] = []  # surviving (tilings, keep options), not yet expanded
+    n_pool = [0]
 
     def flush() -> None:
         if pending:
@@ -201,6 +203,23 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
             pending.clear()
             n_pending[0] = 0
             state.update(batch, evaluate_batch(problem, arch, batch, check=False, **eval_kw))
+
+    def expand_pool() -> None:
+        """The pooled tilings' (order class, keep option) candidates into ``pending``. Why pooled:
+        branch and bound yields a few tilings at a time, and one expansion costs about 0.1 ms
+        however few it gets (on a 16-channel 8 x 8 conv: 108,000 expansions, a third of the time)."""
+        if not pool:
+            return
+        rows, fit = (np.concatenate(parts) for parts in zip(*pool, strict=True))
+        pool.clear()
+        n_pool[0] = 0
+        if prune:
+            fit = _order_bound(ms, obj, state, rows, fit, stats, eval_kw)
+        for batch, _, _ in ms.expand(rows, fit, max_batch=batch_size):
+            pending.append(batch)
+            n_pending[0] += len(batch)
+            if n_pending[0] >= batch_size:  # few large batches: evaluation has overhead
+                flush()
 
     for n, m in enumerate(visit):
         if time.perf_counter() > deadline:
@@ -216,15 +235,16 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
         for rows, fit in (_tilings_bb(ms, obj, state, int(m), chunk, stats, deadline, ~skip, overlap) if prune else
                           _tilings_all(ms, int(m), chunk, stats)):
             any_fit |= bool(fit.any())
-            if prune:
-                fit = _order_bound(ms, obj, state, rows, fit, stats, eval_kw)
-            for batch, _, _ in ms.expand(rows, fit, max_batch=batch_size):
-                pending.append(batch)
-                n_pending[0] += len(batch)
-                if n_pending[0] >= batch_size:  # few large batches: evaluation has overhead
-                    flush()
+            pool.append((rows, fit))
+            n_pool[0] += len(rows)
+            if n_pool[0] >= chunk:
+                expand_pool()
             if time.perf_counter() > deadline:
                 break
+    if pool and time.perf_counter() > deadline:  # (the pooled tilings could take long: left out)
+        stats["complete"] = 0
+    else:
+        expand_pool()
     flush()
     if not any_fit and stats["complete"] and state.best is None and incumbent is None:
         raise no_fit_error(ms)
