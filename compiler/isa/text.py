@@ -159,8 +159,9 @@ def _split_comment(line: str, where: str) -> tuple[str, DebugEntry | None]:
     return code, DebugEntry(node, tile)
 
 
-def assemble(text: str, source: str = "<text>") -> Program:
-    """Parse assembler text into a Program (validated); UserError names ``source`` and the line."""
+def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) -> Program:
+    """Parse assembler text into a Program (validated); UserError names ``source`` and the line.
+    ``lines`` gets each instruction's line number (for later messages about an instruction)."""
     program = Program(instructions=[])
     const = bytearray()
     for lineno, raw in enumerate(text.split("\n"), 1):
@@ -179,6 +180,8 @@ def assemble(text: str, source: str = "<text>") -> Program:
             program.debug[len(program.instructions)] = debug
         try:
             program.instructions.append(parse_instruction(code, where))
+            if lines is not None:
+                lines.append(lineno)
         except UserError as exc:
             msg = str(exc)
             raise UserError(msg if msg.startswith(where) else f"{where}: {msg}") from None

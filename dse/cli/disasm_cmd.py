@@ -7,11 +7,14 @@ comment on each instruction; `dse asm` of that text rebuilds the binary byte for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from costmodel.atomic import atomic_write_text, refuse_overwriting
+
+if TYPE_CHECKING:
+    from compiler.isa.program import Program
 
 
 def disasm(
@@ -37,7 +40,8 @@ def disasm(
 def asm(
     source: Annotated[Path, typer.Argument(help="Assembler text (the format `dse disasm` prints).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The .axb binary to write.")],
-    hw: Annotated[str | None, typer.Option("--hw", help="Config (YAML path or name) whose fingerprint to embed.")] = None,
+    hw: Annotated[str | None, typer.Option("--hw", help="Config (YAML path or name): embed its fingerprint, and "
+                                           "refuse what the simulator would refuse on it.")] = None,
 ) -> None:
     """Assemble text into an .axb binary."""
     from compiler.isa.binary import write_binary
@@ -52,7 +56,8 @@ def asm(
         text = source.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{source}: cannot read as text ({exc})") from None
-    program = assemble(text, str(source))
+    lines: list[int] = []
+    program = assemble(text, str(source), lines)
     problem = finish_problem(program.instructions)
     if problem is not None:  # (the simulator would refuse the binary)
         hint = "" if program.instructions and isinstance(program.instructions[-1], Finish) else \
@@ -66,9 +71,29 @@ def asm(
             raise UserError(f"{source}: .fingerprint {program.fingerprint} is not the fingerprint {fingerprint} "
                             f"of {hw}; remove the directive or fix it")
         program.fingerprint = fingerprint
+        _check_on(program, hw, source, lines)
     write_binary(program, output)
     typer.echo(f"wrote {output}: {len(program.instructions)} instructions, {len(program.constants)} constant bytes",
                err=True)
+
+
+def _check_on(program: Program, hw: str, source: Path, lines: list[int]) -> None:
+    """Refuse what the simulator would refuse on config ``hw``: addresses outside the memory map or a
+    buffer, fields the config does not allow, token deadlocks, races (its checking run, no values
+    computed); the message names the instruction's line."""
+    import re
+
+    from compiler.sim.run import simulate
+    from compiler.sim.state import SimError
+    from costmodel.errors import UserError
+
+    try:
+        simulate(program, {}, timing=False, arch=hw, functional=False)
+    except SimError as exc:
+        msg = str(exc)
+        index = re.match(r"instruction (\d+)\b", msg)
+        at = f"{source}:{lines[int(index[1])]}" if index and int(index[1]) < len(lines) else str(source)
+        raise UserError(f"{at}: {msg} (the simulator refuses this program on {hw})") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -84,3 +84,24 @@ def test_asm_embeds_the_config_fingerprint(tmp_path: Path):
     s.write_text(".fingerprint 0123456789abcdef\nfinish\n")
     res = run("asm", str(s), "-o", str(tmp_path / "q.axb"), "--hw", "tpu_like")
     assert res.returncode == 2 and "is not the fingerprint" in res.stderr
+
+
+def test_asm_with_a_config_refuses_what_the_simulator_would(tmp_path: Path):
+    """With `--hw`, a DMA box past the memory map is refused at assembly, naming its line (without a
+    config the addresses are left to the simulator, which needs one to size a vector)."""
+    pytest.importorskip("costmodel.arch")
+    s = tmp_path / "p.s"
+    s.write_text(".memmap dram_size=64 const_base=0\n"
+                 "load y_size=1 x_size=1 dram_addr=0\n"
+                 "# 16 bytes from byte 48: the last in bounds\n"
+                 "load y_size=1 x_size=1 dram_addr=48 sram=1\n"
+                 "finish\n")
+    res = run("asm", str(s), "-o", str(tmp_path / "ok.axb"), "--hw", "tpu_like")
+    assert res.returncode == 0, res.stderr
+    s.write_text(s.read_text().replace("dram_addr=48", "dram_addr=49"))
+    res = run("asm", str(s), "-o", str(tmp_path / "bad.axb"), "--hw", "tpu_like")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr == (f"error: {s}:4: instruction 1 [load]: DRAM bytes [49, 65) exceed the program's 64-byte "
+                          "memory map (the simulator refuses this program on tpu_like)\n")
+    assert not (tmp_path / "bad.axb").exists()
+    assert run("asm", str(s), "-o", str(tmp_path / "unchecked.axb")).returncode == 0
