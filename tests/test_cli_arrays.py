@@ -12,6 +12,23 @@ from dse.cli.arrays import read_npy
 from dse.cli.compile_cmd import _calibration
 
 
+def _npy_bytes() -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(3))
+    return buf.getvalue()
+
+
+def _header_only(shape: tuple[int, ...]) -> bytes:
+    """A valid .npy header claiming ``shape`` of float64, with no data."""
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
 def test_a_npy_array_reads_back(tmp_path):
     a = np.arange(12, dtype=np.int8).reshape(3, 4)
     np.save(tmp_path / "a.npy", a)
@@ -24,6 +41,8 @@ def test_a_npy_array_reads_back(tmp_path):
     (lambda p: np.savez(p.open("wb"), x=np.zeros(3)), r"is an \.npz archive \(several arrays\)"),
     (lambda p: np.save(p.open("wb"), np.array([{"a": 1}], dtype=object)), r"is not a readable \.npy array \(.*pickle"),
     (lambda p: p.write_bytes(b"\x93NUMPY\x01\x00garbage"), r"is not a readable \.npy array"),
+    (lambda p: p.write_bytes(_npy_bytes().replace(b"'shape': (3,)", b"'shape': #3, ")), r"is not a readable \.npy array"),
+    (lambda p: p.write_bytes(_header_only((10**12,))), r"is not a readable \.npy array \(Unable to allocate"),
     (lambda p: None, r"cannot read .*\(No such file or directory\)"),
 ])
 def test_anything_else_is_an_error_naming_the_flag_and_file(tmp_path, write, message):

@@ -4,6 +4,7 @@ archive object for an ``.npz``, which would fail later, far from the flag that n
 
 from __future__ import annotations
 
+from tokenize import TokenError
 from typing import TYPE_CHECKING
 
 from costmodel.errors import UserError
@@ -29,5 +30,6 @@ def read_npy(path: str, flag: str) -> np.ndarray:
             return np.load(f, allow_pickle=False)
     except OSError as exc:
         raise UserError(f"{flag}: cannot read {path} ({exc.strerror or exc})") from None
-    except ValueError as exc:  # a damaged header, object (pickled) data
-        raise UserError(f"{flag}: {path} is not a readable .npy array ({exc})") from None
+    except (ValueError, SyntaxError, TokenError, MemoryError) as exc:  # a damaged header (or one that claims
+        # an impossible shape), object (pickled) data
+        raise UserError(f"{flag}: {path} is not a readable .npy array ({exc or type(exc).__name__})") from None

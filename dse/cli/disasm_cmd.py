@@ -87,13 +87,22 @@ def _check_on(program: Program, hw: str, source: Path, lines: list[int]) -> None
     from compiler.sim.state import SimError
     from costmodel.errors import UserError
 
+    def line_of(index: str) -> int | None:
+        return lines[int(index)] if int(index) < len(lines) else None
+
     try:
         simulate(program, {}, timing=False, arch=hw, functional=False)
     except SimError as exc:
-        msg = str(exc)
-        index = re.match(r"instruction (\d+)\b", msg)
-        at = f"{source}:{lines[int(index[1])]}" if index and int(index[1]) < len(lines) else str(source)
-        raise UserError(f"{at}: {msg} (the simulator refuses this program on {hw})") from None
+        msg, at = str(exc), str(source)
+        first = re.match(r"instruction (\d+)\b", msg)
+        if first and line_of(first[1]) is not None:  # "p.s:4: instruction 1 [load]: ..."
+            at, head, msg = f"{source}:{line_of(first[1])}", msg[:first.end()], msg[first.end():]
+        else:
+            head = ""
+        # every other instruction it names (a race's two, a deadlock's waiting ones) gets its line
+        msg = re.sub(r"instruction (\d+)\b", lambda m: f"{m[0]} (line {line_of(m[1])})"
+                     if line_of(m[1]) is not None else m[0], msg)
+        raise UserError(f"{at}: {head}{msg} (the simulator refuses this program on {hw})") from None
 
 
 def register(app: typer.Typer) -> None:

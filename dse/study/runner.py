@@ -375,6 +375,13 @@ def shares(left: int, workers: int) -> list[int]:
     return [n for n in (left // workers + (i < left % workers) for i in range(workers)) if n]
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # (a real-time signal has no name)
+        return f"signal {number}"
+
+
 def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, workers: int,
                    bar: _Progress | None, ost: optuna.Study) -> None:
     """The new trials split over ``workers`` spawned processes on the same storage."""
@@ -392,7 +399,7 @@ def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, w
         if bar:
             bar.update(ost, None)
     codes = [p.exitcode for p in procs]
-    killed = [signal.Signals(-c).name for c in codes if c is not None and c < 0]
+    killed = [_signal_name(-c) for c in codes if c is not None and c < 0]
     if killed:  # (SIGKILL, the OOM killer): no bug of ours, and the trials it finished are kept
         raise UserError(f"a sweep worker was killed ({', '.join(killed)}); finished trials are kept: run the "
                         "same `dse sweep` to resume")

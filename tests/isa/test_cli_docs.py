@@ -105,3 +105,18 @@ def test_asm_with_a_config_refuses_what_the_simulator_would(tmp_path: Path):
                           "memory map (the simulator refuses this program on tpu_like)\n")
     assert not (tmp_path / "bad.axb").exists()
     assert run("asm", str(s), "-o", str(tmp_path / "unchecked.axb")).returncode == 0
+
+
+def test_asm_names_the_line_of_every_instruction_a_race_involves(tmp_path: Path):
+    pytest.importorskip("costmodel.arch")
+    s = tmp_path / "r.s"
+    s.write_text(".memmap dram_size=64 const_base=0\n"
+                 "load y_size=1 x_size=1 dram_addr=0\n"
+                 "# the gemm reads what the load writes, with no token between them\n"
+                 "gemm mx=1\n"
+                 "finish\n")
+    res = run("asm", str(s), "-o", str(tmp_path / "r.axb"), "--hw", "tpu_like")
+    assert res.returncode == 2
+    assert res.stderr == (f"error: {s}: race (RAW): instruction 1 (line 4) [gemm] on EX reads SPAD row 0, last "
+                          "written by instruction 0 (line 2) [load] with no token chain ordering them (the simulator "
+                          "refuses this program on tpu_like)\n")

@@ -73,3 +73,15 @@ def test_no_fit_names_the_level():
     with pytest.raises(UserError, match="level buf"):
         exhaustive_map(conv2d(1, 64, 1, 1, kernel=1), arch, constraints=cons)
     assert Mapspace(conv2d(1, 64, 1, 1, kernel=1), arch, cons).num_tilings > 0
+
+
+def test_a_time_limit_that_finds_nothing_says_so_not_that_no_mapping_exists():
+    """Stopped before any evaluation, the search must not claim the layer has no valid mapping (which
+    its no-fit diagnosis would then scan the whole mapspace to explain)."""
+    from costmodel.errors import UserError
+
+    arch = three_level()
+    with pytest.raises(UserError, match=r"reached its time limit \(1e-09 s\) before it evaluated a valid mapping"):
+        exhaustive_map(matmul(4, 8, 4), arch, "edp", time_limit_s=1e-9)
+    res = exhaustive_map(matmul(4, 8, 4), arch, "edp", time_limit_s=60)
+    assert res.stats["complete"] == 1
