@@ -58,8 +58,8 @@ def input_files(out: Path, storage: str | None = None) -> list[Path]:
 
     files = [out / name for name in (STUDY_COPY, ROOT_NOTE, STORAGE_NOTE, JOURNAL, *TABLES)]
     stored = storage_file(out, storage)
-    if stored is not None:  # (a database server has no file here)
-        files.append(stored)
+    if stored is not None and stored not in files:  # (a database server has no file here; the
+        files.append(stored)  # folder's own journal is listed already)
     try:
         study = load_study_dir(out)
     except UserError:  # no study here: the report says so itself
@@ -347,7 +347,7 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
                 pass
             elif dask is not None:
                 with dask_client(dask) as client:
-                    run_on_dask(client, out_dir, storage, left, target, workers, bar, ost)
+                    run_on_dask(client, study, out_dir, storage, left, target, workers, bar, ost)
             elif workers <= 1:
                 ost.optimize(objective, n_trials=left, catch=(Exception,),
                              callbacks=[*([bar.update] if bar else []), _Enough(target)])
