@@ -23,18 +23,51 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from costmodel.errors import UserError
-from costmodel.tech import Technology
+from costmodel.tech import Technology, vdd_range
 from costmodel.yamlio import LineMap, load_yaml, validation_error
 
 Role = Literal["I", "W", "O"]
 Dim = Literal["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"]  # the Problem constructors' names
 Datatype = Literal["int8", "int16", "fp16", "bf16", "fp32"]
-PosInt = Annotated[int, Field(gt=0, le=10**9)]  # bounded: every count stays exact in int64
-PosFloat = Annotated[float, Field(gt=0)]
-NonNeg = Annotated[float, Field(ge=0)]
+
+
+def _not_bool(what: str) -> BeforeValidator:
+    """YAML's true/false are no numbers (pydantic would take them as 1 and 0)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"expected {what}, got {value}")  # noqa: TRY004 (pydantic reports ValueErrors only)
+        return value
+
+    return BeforeValidator(check)
+
+
+def _named(value: str) -> str:
+    """A name a mapping, a table or a message shows must be visible."""
+    if not value.strip():
+        raise ValueError(f"expected a non-empty name, got {value!r}")
+    return value
+
+
+Number = _not_bool("a number")
+PosInt = Annotated[int, Field(gt=0, le=10**9), _not_bool("an integer")]  # bounded: counts stay exact in int64
+PosFloat = Annotated[float, Field(gt=0), Number]
+NonNeg = Annotated[float, Field(ge=0), Number]
+Name = Annotated[str, AfterValidator(_named)]
 REPO = Path(__file__).resolve().parent.parent
 HWCONFIGS = REPO / "hwconfigs"
 
@@ -53,18 +86,19 @@ class FanoutConfig(_Strict):
 class LevelConfig(_Strict):
     """One storage level. Listed outermost (DRAM) first; each instance feeds a fan-out mesh below it."""
 
-    name: str = Field(description="Unique level name, used by mappings and constraints.")
+    name: Name = Field(description="Unique level name, used by mappings and constraints.")
     kind: Literal["dram", "sram", "regfile"] = Field(
         description="dram (off-chip, must be the first level), sram (CACTI-fit costs) or regfile "
         "(flip-flop costs, for small per-PE buffers)."
     )
     holds: list[Role] = Field(
+        json_schema_extra={"minItems": 1, "uniqueItems": True},  # (checked with a fuller message in arch_resolve)
         description="Tensor roles this level MAY keep: I (input activations), W (weights), O (outputs "
         "/ partial sums). A mapping may still bypass them. DRAM must hold all three."
     )
     capacity: Any = Field(
         None,
-        json_schema_extra={"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
+        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}, {"type": "null"}]},
         description="Per-instance capacity: a bare number is words; '64 KiB', '2 MB' are bytes "
         "(KB = KiB = 1024 B). Required for sram/regfile; omit for an unbounded DRAM.",
     )
@@ -83,16 +117,16 @@ class LevelConfig(_Strict):
         default_factory=FanoutConfig,
         description="Mesh of children below each instance (next inner level, or MACs for the innermost).",
     )
-    multicast: bool = Field(True, description="The network below can deliver one read to many children.")
-    spatial_reduction: bool = Field(
+    multicast: StrictBool = Field(True, description="The network below can deliver one read to many children.")
+    spatial_reduction: StrictBool = Field(
         False, description="The network below can add partial sums from children before writing here."
     )
-    double_buffered: bool = Field(
+    double_buffered: StrictBool = Field(
         False,
         description="A second buffer: each tile may use only HALF the capacity, and moving the next tile "
         "overlaps compute (latency = max of compute and traffic instead of their sum).",
     )
-    ideal_overlap: bool = Field(
+    ideal_overlap: StrictBool = Field(
         False,
         description="Timeloop-style idealisation: transfers overlap compute although the FULL capacity "
         "is usable by a tile (no second buffer). For comparisons with Timeloop; unphysical otherwise.",
@@ -124,10 +158,25 @@ class MacConfig(_Strict):
 class TechnologyConfig(_Strict):
     """Process and memory technology; scales every cost not overridden."""
 
-    node_nm: Annotated[float, Field(ge=7, le=180)] = Field(
+    node_nm: Annotated[float, Field(ge=7, le=180), Number] = Field(
         description="Process node in nm (7-180; 45/28/16/7 are the main nodes; others interpolate)."
     )
-    vdd: PosFloat | None = Field(None, description="Supply voltage (V); default: the node's nominal.")
+    vdd: PosFloat | None = Field(
+        None, description="Supply voltage (V); default: the node's nominal. Within 0.5-1.5x the nominal "
+        "and where the node's energy fit rises with the supply (docs/technology.md)."
+    )
+
+    @field_validator("vdd")
+    @classmethod
+    def _modelled(cls, vdd: float | None, info: ValidationInfo) -> float | None:
+        node = info.data.get("node_nm")
+        if vdd is None or node is None:
+            return vdd
+        lo, hi = vdd_range(node)
+        if not lo <= vdd <= hi:
+            raise ValueError(f"expected a supply the energy model covers at {node:g} nm, {lo:.2f}-{hi:.2f} V, "
+                             f"got {vdd:g}")
+        return vdd
     sram_cell: Literal["LSTP", "HP"] = Field(
         "LSTP", description="SRAM cell flavour: LSTP (low leakage, for AR) or HP (1000x more leakage)."
     )
@@ -168,22 +217,30 @@ class Constraint(_Strict):
     """Dataflow constraint on one level (Timeloop-style); the mapspace honours it, costs ignore it."""
 
     level: str = Field(description="Level name.")
-    spatial_x: list[str] | dict[str, PosInt | None] | None = Field(
+    spatial_x: list[Dim] | dict[Dim, PosInt | None] | None = Field(
         None,
         description="Dims that may be unrolled on the X fan-out below the level (others get factor 1); "
         "a mapping {C: 4} also fixes the factor. Omit: every dim allowed.",
     )
-    spatial_y: list[str] | dict[str, PosInt | None] | None = Field(
+    spatial_y: list[Dim] | dict[Dim, PosInt | None] | None = Field(
         None, description="The same for the Y fan-out."
     )
-    temporal: dict[str, PosInt] | None = Field(
+    temporal: dict[Dim, PosInt] | None = Field(
         None,
         description="Fixed temporal factors at this level, e.g. {P: 1, Q: 1}; "
         "dims the layer lacks are ignored.",
     )
-    order: list[str] | None = Field(
+    order: list[Dim] | None = Field(
         None, description="These dims are the level's innermost loops, in this order (outer to inner)."
     )
+
+    @field_validator("order")
+    @classmethod
+    def _distinct(cls, order: list[str] | None) -> list[str] | None:
+        if order is not None and len(set(order)) != len(order):
+            twice = sorted({d for d in order if order.count(d) > 1})
+            raise ValueError(f"expected distinct dims, got {order} ({', '.join(twice)} twice)")
+        return order
     bypass: list[Role] = Field(default_factory=list, description="Tensors that must bypass this level.")
     keep: list[Role] = Field(default_factory=list, description="Tensors that must be kept at this level.")
 
@@ -193,7 +250,7 @@ class PaddingConfig(_Strict):
     divisors (zero-padded data), as hardware does for a prime channel count on a power-of-two array.
     A padded mapping's factors multiply to the padded bound; it pays for the padded MACs and tiles."""
 
-    max_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
+    max_fraction: Annotated[float, Field(gt=0, le=1), Number] = Field(
         description="Largest padding as a fraction of the bound: a dim of size D may be padded to at "
         "most floor(D * (1 + max_fraction)) (0.125: 15 -> 16, 17 -> 19)."
     )
@@ -223,7 +280,7 @@ class MapspaceConfig(_Strict):
 class HwConfig(_Strict):
     """A hardware config file (hwconfigs/*.yaml)."""
 
-    name: str = Field(description="Config name.")
+    name: Name = Field(description="Config name.")
     description: str | None = Field(None, description="Free text (sources belong in comments too).")
     clock: Any = Field(
         json_schema_extra={"anyOf": [{"type": "number"}, {"type": "string"}]},

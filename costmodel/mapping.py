@@ -17,6 +17,7 @@ Tensors are kept where the level ``holds`` them and the mapping does not ``bypas
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Sequence
@@ -30,9 +31,11 @@ from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.padding import check_padding, padded_problem, padding_hint
 from costmodel.problem import Problem, as_int
+from costmodel.yamlio import format_path
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
+    from costmodel.yamlio import LineMap
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,17 @@ def _names(raw: Any, where: str) -> tuple[str, ...]:
     if twice := sorted({x for x in raw if raw.count(x) > 1}):
         raise UserError(f"{where}: {', '.join(twice)} listed more than once in {list(raw)}")
     return tuple(raw)
+
+
+_LEVEL_FIELDS = ("level", "temporal", "order", "spatial_x", "spatial_y", "bypass")
+
+
+def _hint(extra: set[Any], allowed: Sequence[str]) -> str:
+    """``s ['x']; did you mean 'y'?`` / ``s ['x'] (expected a, b)`` after "unknown field"."""
+    names = sorted(map(str, extra))
+    close = difflib.get_close_matches(names[0], allowed, n=1) if len(names) == 1 else []
+    tail = f"; did you mean '{close[0]}'?" if close else f" (expected {', '.join(allowed)})"
+    return f"{'s' if len(names) > 1 else ''} {names}{tail}"
 
 
 @dataclass(frozen=True)
@@ -175,7 +189,7 @@ class Mapping:
                 db = f" ({usable} usable with double buffering)" if lv.double_buffered else ""
                 raise UserError(f"{where}: level {lv.name}: tiles of kept tensors need {need} words "
                                 f"({detail}) but capacity is {lv.capacity_words} words{db}; "
-                                f"overflow {need - usable} words")
+                                f"overflow {need - usable} word{'' if need - usable == 1 else 's'}")
 
     # ---- serialization ---------------------------------------------------------------------------
     def to_dict(self, arch: Architecture | None = None) -> dict[str, Any]:
@@ -195,42 +209,50 @@ class Mapping:
         return data
 
     @classmethod
-    def from_dict(cls, data: Any, arch: Architecture | None = None, where: str = "mapping") -> Mapping:
+    def from_dict(cls, data: Any, arch: Architecture | None = None, where: str = "mapping",
+                  lines: LineMap | None = None) -> Mapping:
         """Inverse of :meth:`to_dict`. With ``arch``, entries may name their ``level`` (any order;
-        levels not listed get no loops); without names, entries are positional."""
+        levels not listed get no loops); without names, entries are positional. ``lines`` (from
+        :func:`costmodel.yamlio.load_data`) adds the line of each field to the messages."""
+
+        def at(*path: str | int) -> str:
+            return lines.where(path) if lines is not None else f"{where}: {format_path(path)}"
+
         if not isinstance(data, dict) or not isinstance(data.get("levels"), list):
             raise UserError(f"{where}: expected a mapping with a 'levels' list")
         extra = set(data) - {"levels", "padded"}
         if extra:
-            raise UserError(f"{where}: unknown fields {sorted(map(str, extra))} (expected levels, padded)")
-        padded = tuple(_factors(data.get("padded"), f"{where}: padded").items())
-        entries = data["levels"]
-        names = [e.get("level") if isinstance(e, dict) else None for e in entries]
+            raise UserError(f"{at(min(map(str, extra)))}: unknown field{_hint(extra, ('levels', 'padded'))}")
+        padded = tuple(_factors(data.get("padded"), at("padded")).items())
+        entries = list(enumerate(data["levels"]))  # (index in the file, entry)
+        names = [e.get("level") if isinstance(e, dict) else None for _, e in entries]
         if arch is not None and any(n is not None for n in names):
             level_names = [lv.name for lv in arch.levels]
-            slots: list[Any] = [{} for _ in level_names]
-            for i, (e, n) in enumerate(zip(entries, names)):
+            slots: list[tuple[int, Any]] = [(-1, {}) for _ in level_names]
+            for i, e in entries:
+                n = names[i]
                 if n not in level_names:
-                    raise UserError(f"{where}: levels[{i}].level: expected one of {level_names}, got {n!r}")
+                    close = difflib.get_close_matches(str(n), level_names, n=1)
+                    hint = f"; did you mean '{close[0]}'?" if close and n is not None else ""
+                    raise UserError(f"{at('levels', i, 'level')}: expected one of {level_names}, got {n!r}{hint}")
                 if n in names[:i]:
-                    raise UserError(f"{where}: levels[{i}].level: {n!r} is listed twice")
-                slots[level_names.index(n)] = e
+                    raise UserError(f"{at('levels', i, 'level')}: {n!r} is listed twice")
+                slots[level_names.index(n)] = (i, e)
             entries = slots
         levels = []
-        for i, e in enumerate(entries):
-            w = f"{where}: levels[{i}]"
+        for i, e in entries:
             if not isinstance(e, dict):
-                raise UserError(f"{w}: expected a mapping, got {e!r}")
-            extra = set(e) - {"level", "temporal", "order", "spatial_x", "spatial_y", "bypass"}
+                raise UserError(f"{at('levels', i)}: expected a mapping, got {e!r}")
+            extra = set(e) - set(_LEVEL_FIELDS)
             if extra:
-                raise UserError(f"{w}: unknown fields {sorted(extra)} (expected temporal, order, "
-                                f"spatial_x, spatial_y, bypass)")
+                raise UserError(f"{at('levels', i, min(map(str, extra)))}: unknown field"
+                                f"{_hint(extra, _LEVEL_FIELDS[1:])}")
             levels.append(LevelMapping(
-                temporal=_factors(e.get("temporal"), f"{w}.temporal"),
-                order=_names(e.get("order"), f"{w}.order"),
-                spatial_x=_factors(e.get("spatial_x"), f"{w}.spatial_x"),
-                spatial_y=_factors(e.get("spatial_y"), f"{w}.spatial_y"),
-                bypass=frozenset(_names(e.get("bypass"), f"{w}.bypass")),
+                temporal=_factors(e.get("temporal"), at("levels", i, "temporal")),
+                order=_names(e.get("order"), at("levels", i, "order")),
+                spatial_x=_factors(e.get("spatial_x"), at("levels", i, "spatial_x")),
+                spatial_y=_factors(e.get("spatial_y"), at("levels", i, "spatial_y")),
+                bypass=frozenset(_names(e.get("bypass"), at("levels", i, "bypass"))),
             ))
         return cls(tuple(levels), padded)
 
@@ -289,8 +311,8 @@ def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapp
     from costmodel.yamlio import load_data
 
     path = Path(path)
-    data, _ = load_data(path)
-    mapping = Mapping.from_dict(data, arch, where=str(path))
+    data, lines = load_data(path)
+    mapping = Mapping.from_dict(data, arch, where=str(path), lines=lines)
     mapping.validate(problem, arch, where=str(path))
     return mapping
 

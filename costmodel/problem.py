@@ -497,6 +497,13 @@ def _tensor(t: Any, at: PathKey) -> Tensor:
             for axis in axes)):
         raise _bad((*at, "axes"), f"expected a list of axes, each a list of [coefficient, dimension] pairs, "
                    f"got {axes!r}")
+    seen: set[str] = set()
+    for i, axis in enumerate(axes):
+        for j, (_, d) in enumerate(axis):
+            if d in seen:  # (the counting's closed forms take each dimension once per tensor)
+                raise _bad((*at, "axes", i, j, 1), f"dimension {d!r} appears twice in tensor {t['name']}; "
+                           f"expected each dimension at most once per tensor")
+            seen.add(d)
     is_output = t.get("is_output", False)
     if not isinstance(is_output, bool):
         raise _bad((*at, "is_output"), f"expected true or false, got {is_output!r}")

@@ -64,6 +64,24 @@ def nominal_vdd(node_nm: float) -> float:
     return float(_interp(node_nm, _scaling()[3]))
 
 
+VDD_SPAN = (0.5, 1.5)
+"""Supplies a config may set, as fractions of the node's nominal (an estimate: the paper fits each
+node around its usual supply; far from it a quadratic loses meaning -- the 180 nm fit turns negative
+below 0.73 V)."""
+
+
+def vdd_range(node_nm: float) -> tuple[float, float]:
+    """The supplies the energy fit covers at ``node_nm``: :data:`VDD_SPAN` x the nominal, and above
+    the fit's minimum and its zeros, so that energy is positive and rises with the supply."""
+    a, b, c = _interp(node_nm, _scaling()[2])
+    nominal = nominal_vdd(node_nm)
+    lo = max(VDD_SPAN[0] * nominal, -b / (2 * a))  # (a > 0 at every node: the fits are convex)
+    disc = b * b - 4 * a * c
+    if disc >= 0:
+        lo = max(lo, (-b + math.sqrt(disc)) / (2 * a))
+    return math.ceil(lo * 100) / 100, VDD_SPAN[1] * nominal
+
+
 def _energy_fit(node_nm: float, vdd: float | None) -> float:
     a, b, c = _interp(node_nm, _scaling()[2])
     v = nominal_vdd(node_nm) if vdd is None else vdd

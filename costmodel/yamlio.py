@@ -69,30 +69,97 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _to_python(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], shown: str) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
+_MERGE = "tag:yaml.org,2002:merge"
+_COLLECTION_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+MAX_ALIAS_NODES = 100_000
+"""Nodes that aliases may add to a file's own: a file whose aliases nest ("billion laughs") would
+otherwise expand into gigabytes before any field is checked."""
+
+
+class _Converter:
+    """A composed YAML document as plain Python data plus the line of every field path.
+
+    Why not PyYAML's own constructor: it keeps no lines. This one also refuses, with the line,
+    what plain data has no room for: tags other than YAML's own, an alias inside itself, and
+    aliases that expand past :data:`MAX_ALIAS_NODES`. Merge keys (``<<: *base``) follow YAML 1.1:
+    a mapping's own keys win, then earlier merged mappings over later ones."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.lines: dict[PathKey, int] = {}
+        self.distinct: set[int] = set()
+        self.visited = 0
+        self.open: set[int] = set()  # the collections being converted (an alias to one is a cycle)
+
+    def fail(self, node: yaml.Node, path: PathKey, message: str) -> UserError:
+        return UserError(f"{self.shown}:{node.start_mark.line + 1}: {format_path(path)}: {message}")
+
+    def convert(self, node: yaml.Node, path: PathKey) -> Any:
+        self.lines[path] = node.start_mark.line + 1
+        self.visited += 1
+        self.distinct.add(id(node))
+        if self.visited > len(self.distinct) + MAX_ALIAS_NODES:
+            raise self.fail(node, path, f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes; write the "
+                                        "values out instead of nesting aliases")
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, path)
+        tag = _COLLECTION_TAGS[type(node)]
+        if node.tag != tag:
+            raise self.fail(node, path, f"unsupported YAML tag {node.tag!r} (plain mappings, lists and scalars only)")
+        if id(node) in self.open:
+            raise self.fail(node, path, "an alias refers to a mapping or list that contains it (a cycle)")
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+            return self.mapping(node, path)
+        finally:
+            self.open.discard(id(node))
+
+    def mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
+        merges: list[tuple[yaml.Node, yaml.Node]] = []
         for knode, vnode in node.value:
-            key = _scalar(knode) if isinstance(knode, yaml.ScalarNode) else str(_scalar(knode))
-            child = (*path, key if isinstance(key, (str, int)) else str(key))
+            if knode.tag == _MERGE:
+                merges.append((knode, vnode))
+                continue
+            key, child = self.key(knode, path)
             if key in out:  # YAML forbids it; PyYAML would silently keep the last value
-                raise UserError(f"{shown}:{knode.start_mark.line + 1}: {format_path(child)}: duplicate key "
-                                f"(first given on line {lines[child]})")
-            out[key] = _to_python(vnode, child, lines, shown)
-            lines[child] = knode.start_mark.line + 1
+                raise self.fail(knode, child, f"duplicate key (first given on line {self.lines[child]})")
+            out[key] = self.convert(vnode, child)
+            self.lines[child] = knode.start_mark.line + 1
+        for knode, vnode in merges:
+            sources = vnode.value if isinstance(vnode, yaml.SequenceNode) else [vnode]
+            for src in sources:
+                if not isinstance(src, yaml.MappingNode):
+                    raise self.fail(knode, path, "a merge key '<<' takes a mapping or a list of mappings")
+                own_lines = self.lines
+                self.lines = dict(own_lines)
+                merged = self.convert(src, path)
+                for k, v in merged.items():
+                    if k in out:  # (own keys and earlier merges win)
+                        continue
+                    out[k] = v
+                    prefix = (*path, k if isinstance(k, (str, int)) else str(k))
+                    own_lines.update((p, n) for p, n in self.lines.items() if p[:len(prefix)] == prefix)
+                self.lines = own_lines
         return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, (*path, i), lines, shown) for i, item in enumerate(node.value)]
-    return _scalar(node)
+
+    def key(self, knode: yaml.Node, path: PathKey) -> tuple[Any, PathKey]:
+        if not isinstance(knode, yaml.ScalarNode):
+            raise self.fail(knode, path, "expected a plain key, got a mapping or list as a key")
+        key = self.scalar(knode, path)
+        return key, (*path, key if isinstance(key, (str, int)) else str(key))
+
+    def scalar(self, node: yaml.ScalarNode, path: PathKey) -> Any:
+        """A scalar as the type its resolved tag says (int, float, bool, null, str)."""
+        try:
+            return _CONSTRUCTOR.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            raise self.fail(node, path, f"unsupported YAML value or tag {node.tag!r} ({exc.problem})") from None
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
-
-
-def _scalar(node: yaml.Node) -> Any:
-    """A scalar node as Python, with the types its resolved tag says (int, float, bool, null, str)."""
-    return _CONSTRUCTOR.construct_object(node, deep=True)
 
 
 def read_text(path: Path, shown: str) -> str:
@@ -119,10 +186,11 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise UserError(f"{shown}{line}: YAML syntax error: {exc.problem or exc}") from None
-    lines: dict[PathKey, int] = {}
     if node is None:
         return None, LineMap(shown, {(): 1}, text)
-    return _to_python(node, (), lines, shown), LineMap(shown, lines, text)
+    conv = _Converter(shown)
+    data = conv.convert(node, ())
+    return data, LineMap(shown, conv.lines, text)
 
 
 def load_data(path: str | Path) -> tuple[Any, LineMap | None]:
@@ -132,8 +200,15 @@ def load_data(path: str | Path) -> tuple[Any, LineMap | None]:
     if p.suffix.lower() != ".json":
         return load_yaml(p)
     shown = _display(p)
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) < len(pairs):  # JSON leaves duplicates undefined; Python would keep the last silently
+            dup = next(k for i, (k, _) in enumerate(pairs) if any(k == k2 for k2, _ in pairs[:i]))
+            raise UserError(f"{shown}: duplicate key {dup!r} in a JSON object")
+        return out
+
     try:
-        return json.loads(read_text(p, shown)), None
+        return json.loads(read_text(p, shown), object_pairs_hook=unique), None
     except json.JSONDecodeError as exc:
         raise UserError(f"{shown}:{exc.lineno}: invalid JSON ({exc.msg})") from None
 
@@ -204,6 +279,17 @@ def _data_path(loc: Sequence[str | int], data: Any) -> PathKey:
     return tuple(out)
 
 
+def _resolves(path: PathKey, data: Any) -> bool:
+    """Every part of ``path`` names a key or index of ``data``."""
+    cur = data
+    for part in path:
+        if not ((isinstance(cur, dict) and part in cur)
+                or (isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur))):
+            return False
+        cur = cur[part]
+    return True
+
+
 def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = None) -> UserError:
     """The first error of a pydantic ValidationError as one located, readable UserError.
 
@@ -212,8 +298,19 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
     """
     errors = exc.errors()
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = tuple(err["loc"])
-    loc = _data_path(loc, data) if data is not None and err["type"] != "missing" else loc
+
+    def where(e: Any) -> PathKey:
+        loc = tuple(e["loc"])
+        return _data_path(loc, data) if data is not None and e["type"] != "missing" else loc
+
+    # a value no member of a union takes fails once per member: report the member that got furthest
+    # into the value (a mapping given for `list | dict` has a bad key, not "expected a list")
+    loc = where(err)
+    base = loc if _resolves(loc, data) else loc[:-1]  # (less a union member's tag)
+    deeper = [(p, e) for e in errors if (p := where(e))[:len(base)] == base and len(p) > len(base)
+              and _resolves(p, data)]
+    if err["type"] != "extra_forbidden" and deeper:
+        loc, err = max(deeper, key=lambda pe: len(pe[0]))
     got = _short(err.get("input"))
     kind = err["type"]
     if kind == "missing":

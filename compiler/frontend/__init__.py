@@ -15,11 +15,11 @@ __all__ = ["Layer", "Workload", "export_onnx", "import_onnx"]
 
 
 def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo: bool = True,
-                opset: int = 20) -> Path:
+                opset: int = 20, input_names: list[str] | None = None) -> Path:
     """Export a torch module to one self-contained ONNX file (atomic write); see export.py."""
     from compiler.frontend.export import export_onnx as _export
 
-    return _export(module, example_inputs, path, dynamo=dynamo, opset=opset)
+    return _export(module, example_inputs, path, dynamo=dynamo, opset=opset, input_names=input_names)
 
 
 def import_onnx(path: str | Path, *, allow_unsupported: bool = False,

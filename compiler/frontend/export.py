@@ -23,8 +23,9 @@ MIN_DYNAMO_OPSET = 18
 
 
 def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo: bool = True,
-                opset: int = 20) -> Path:
-    """Export ``module`` (in eval mode, no grad) to one self-contained ONNX file at ``path``.
+                opset: int = 20, input_names: list[str] | None = None) -> Path:
+    """Export ``module`` (in eval mode, no grad) to one self-contained ONNX file at ``path``;
+    ``input_names`` name the graph's inputs (default: the exporter's, e.g. ``input`` or ``input.1``).
 
     An unwritable ``path`` fails before the (slow) export; the exporter writes into a scratch folder
     beside ``path`` (sidecars included), and the file is moved in only when complete.
@@ -47,10 +48,11 @@ def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo:
                 with torch.no_grad(), _quiet():
                     if dynamo:
                         torch.onnx.export(module, example_inputs, str(tmp), dynamo=True, external_data=False,
-                                          opset_version=opset, optimize=True, verbose=False)
+                                          opset_version=opset, optimize=True, verbose=False,
+                                          input_names=input_names)
                     else:
                         torch.onnx.export(module, example_inputs, str(tmp), dynamo=False, opset_version=opset,
-                                          do_constant_folding=True)
+                                          do_constant_folding=True, input_names=input_names)
             except Exception as exc:
                 which = "dynamo" if dynamo else "TorchScript"
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

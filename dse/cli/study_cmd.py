@@ -82,6 +82,10 @@ def results(
     # never squeezed to the terminal (rich would cut names and fold numbers): a wider table wraps
     need = Console(width=10_000).measure(out).minimum
     Console(width=max(Console().width, need)).print(out)
+    if front.empty:
+        done = int((table["state"] == "COMPLETE").sum())
+        typer.echo(f"note: no feasible design among the {done} completed trials; the 'violation:' columns of "
+                   f"{study_dir / 'trials.csv'} say by how much each missed its constraints", err=True)
 
 
 def report(

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from costmodel.arch import Dim
 from costmodel.errors import UserError
 
-KNOWN_DIMS = frozenset(["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"])
+KNOWN_DIMS = frozenset(get_args(Dim))
 """Every dimension name the Problem constructors use (conv, transposed conv, matmul)."""
 
 FIELDS = ("spatial_x", "spatial_y", "temporal", "order", "bypass", "keep")

@@ -76,7 +76,10 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
             for line in textwrap.wrap(s.text, 150):
                 fig.text(0.01, y, line, fontsize=9, va="top", color="0.3")
                 y -= 0.22 / height
-            if s.table:
+            if s.table and len(s.table) == 1:  # a header and no rows (a study with no feasible design yet)
+                fig.text(0.01, y, "(none)", fontsize=9, va="top", color="0.3")
+                y -= 0.5 / height
+            elif s.table:
                 n = min(len(s.table), TABLE_ROWS + 1)
                 h = 0.25 * n / height
                 ax = fig.add_axes((0.01, y - h, 0.98, h))

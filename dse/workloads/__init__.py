@@ -57,4 +57,5 @@ def export(name: str, path: str | Path, *, dynamo: bool = True, seed: int = 0) -
     from compiler.frontend import export_onnx
 
     model, inputs = build(name, seed)
-    return export_onnx(model, inputs, Path(path), dynamo=dynamo)
+    # the graph's inputs take the catalog's names, which `dse zoo list` shows and --input uses
+    return export_onnx(model, inputs, Path(path), dynamo=dynamo, input_names=list(info(name).inputs))

@@ -1,8 +1,8 @@
 """On-disk cache of exported zoo models, so ``load(name)`` exports (seconds) only once.
 
 Key: model name + exporter + a hash of what determines the file: the model's module, the shared
-blocks, the catalogue, the front end's export code and the installed torch version -- so editing
-a model (or upgrading torch) invalidates its entry. A cache hit imports
+blocks, the catalogue, the package's export call, the front end's export code and the installed
+torch version -- so editing a model (or upgrading torch) invalidates its entry. A cache hit imports
 neither torch nor the model. ``export_onnx`` writes atomically (temp file in the same folder, then
 ``os.replace``), so a killed export or two processes racing never leave a partial entry.
 """
@@ -33,7 +33,7 @@ def source_hash(name: str) -> str:
     from dse.workloads import info
 
     h = hashlib.sha256(name.encode())
-    for file in (f"{info(name).module}.py", "blocks.py", "catalog.py"):
+    for file in (f"{info(name).module}.py", "blocks.py", "catalog.py", "__init__.py"):
         h.update((_HERE / file).read_bytes())
     exporter = importlib.util.find_spec("compiler.frontend.export")
     if exporter is not None and exporter.origin:

@@ -8,7 +8,6 @@ markers of a markdown file (atomically).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from costmodel.atomic import atomic_write_text
@@ -42,10 +41,19 @@ def update(path: Path, table: str) -> None:
     atomic_write_text(path, f"{head}{BEGIN}\n{table}\n{END}{tail}")
 
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    table = markdown(dynamo="--legacy" not in args)
-    if "--update" in args:
-        update(Path(args[args.index("--update") + 1]), table)
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m dse.workloads.table", description=__doc__.splitlines()[0])
+    ap.add_argument("--legacy", action="store_true", help="the TorchScript exporter's graphs")
+    ap.add_argument("--update", type=Path, metavar="MD", help="replace the table between the markers of this file")
+    args = ap.parse_args(argv)
+    table = markdown(dynamo=not args.legacy)
+    if args.update is not None:
+        update(args.update, table)
     else:
         print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -146,6 +146,30 @@ CASES = [
     ),
     # YAML forbids a repeated key; PyYAML would keep the last one silently
     ("    read_bw: 4", "    read_bw: 4\n    read_bw: 8", 16, "levels[1].read_bw", "duplicate key (first given on line 15)"),
+    # YAML's true is no number (pydantic would take it as 1) and 'off' no boolean
+    ("    read_bw: 4", "    read_bw: true", 15, "levels[1].read_bw", "expected a number, got True"),
+    ("count: 4", "count: true", 4, "mac.count", "expected an integer, got True"),
+    ("fanout: {x: 2, y: 2}", "fanout: {x: true, y: 2}", 16, "levels[1].fanout.x", "expected an integer, got True"),
+    ("    read_bw: 4", "    read_bw: 4\n    multicast: 'off'", 16, "levels[1].multicast", "expected true or false, got 'off'"),
+    ("    read_bw: 4", "    read_bw: 4\n    double_buffered: 1", 16, "levels[1].double_buffered", "expected true or false"),
+    ("  - name: rf", "  - name: '  '", 17, "levels[2].name", "expected a non-empty name, got '  '"),
+    ("name: t\n", "name: ''\n", 1, "name", "expected a non-empty name, got ''"),
+    # constraints name known dims, each once (checked here, not first when a layer is mapped)
+    ("    keep: [I]", "    keep: [I]\n    temporal: {Kx: 1}", 25, "constraints[0].temporal.Kx", "got 'Kx'"),
+    ("    keep: [I]", "    keep: [I]\n    spatial_x: [K, Z]", 25, "constraints[0].spatial_x[1]", "got 'Z'"),
+    ("    keep: [I]", "    keep: [I]\n    spatial_y: {C: 2, Zq: 3}", 25, "constraints[0].spatial_y.Zq", "got 'Zq'"),
+    ("    keep: [I]", "    keep: [I]\n    spatial_y: {C: 0}", 25, "constraints[0].spatial_y.C", "expected a number > 0, got 0"),
+    ("    keep: [I]", "    keep: [I]\n    order: [K, C, K]", 25, "constraints[0].order", "expected distinct dims, got ['K', 'C', 'K'] (K twice)"),
+    # a supply outside the energy fit's range (at 180 nm the fit is negative below 0.73 V)
+    ("technology: {node_nm: 45}", "technology: {node_nm: 180, vdd: 0.6}", 3, "technology.vdd",
+     "expected a supply the energy model covers at 180 nm, 0.90-2.70 V, got 0.6"),
+    ("technology: {node_nm: 45}", "technology: {node_nm: 45, vdd: 0.05}", 3, "technology.vdd", "0.45-1.35 V, got 0.05"),
+    ("technology: {node_nm: 45}", "technology: {node_nm: 45, vdd: 3}", 3, "technology.vdd", "0.45-1.35 V, got 3"),
+    ("technology: {node_nm: 45}", "technology: {node_nm: 45, vdd: true}", 3, "technology.vdd", "expected a number, got True"),
+    # YAML beyond plain data: an unknown tag, an alias inside itself
+    ("clock: 1 GHz", "clock: !freq 1 GHz", 2, "clock", "unsupported YAML value or tag '!freq'"),
+    ("technology: {node_nm: 45}", "technology: {node_nm: 45}\ndescription: &d [*d]", 4, "description[0]",
+     "an alias refers to a mapping or list that contains it"),
 ]
 
 

@@ -1,8 +1,10 @@
 """Units and line maps of the YAML helpers."""
 
 import pytest
+import yaml
 
-from costmodel.yamlio import format_path, load_yaml, parse_frequency, parse_size
+from costmodel.errors import UserError
+from costmodel.yamlio import MAX_ALIAS_NODES, format_path, load_data, load_yaml, parse_frequency, parse_size
 
 
 @pytest.mark.parametrize(
@@ -46,6 +48,70 @@ def test_line_map(tmp_path):
     assert lines.line(("levels", 1, "size")) == 6
     assert lines.line(("levels", 1, "missing")) == 6  # falls back to the parent
     assert format_path(("levels", 1, "size")) == "levels[1].size"
+
+
+MERGES = """\
+base: &b {kind: sram, word_bits: 8, ports: 2}
+more: &m {word_bits: 16, read_bw: 4}
+levels:
+  - <<: *b
+    name: own
+    word_bits: 32
+  - <<: [*m, *b]
+    name: merged
+"""
+
+
+def test_merge_keys_follow_yaml(tmp_path):
+    """Own keys win over merged ones, earlier merged mappings over later ones (the YAML 1.1 merge
+    key's spec; PyYAML 6.0's own loader lets the later one win when the two key strings are
+    distinct objects); lines point into the anchored mapping."""
+    p = tmp_path / "m.yaml"
+    p.write_text(MERGES)
+    data, lines = load_yaml(p)
+    assert data["levels"][0] == {"name": "own", "word_bits": 32, "kind": "sram", "ports": 2}
+    assert data["levels"][1]["word_bits"] == 16 and data["levels"][1]["ports"] == 2
+    assert lines.line(("levels", 0, "word_bits")) == 6 and lines.line(("levels", 0, "kind")) == 1
+    assert lines.line(("levels", 1, "read_bw")) == 2 and lines.line(("levels", 1, "name")) == 8
+    assert lines.line(("levels", 0)) == 4
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    ("a: &x {b: 1}\nc:\n  <<: 5\n", 3, "c: a merge key '<<' takes a mapping or a list of mappings"),
+    ("a: !!python/object:os.system {}\n", 1, "a: unsupported YAML tag"),
+    ("a: !!python/name:os.system\n", 1, "a: unsupported YAML value or tag"),
+    ("a: &x {b: *x}\n", 1, "a.b: an alias refers to a mapping or list that contains it"),
+    ("? [1, 2]\n: 3\n", 1, "(top level): expected a plain key"),
+])
+def test_yaml_beyond_plain_data_is_one_line(tmp_path, text, line, message):
+    p = tmp_path / "m.yaml"
+    p.write_text(text)
+    with pytest.raises(UserError) as err:
+        load_yaml(p)
+    assert str(err.value).startswith(f"{p}:{line}: {message}"), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_nested_aliases_are_refused_before_they_expand(tmp_path):
+    """A "billion laughs" file (10 levels of 10 aliases: 10**10 nodes) stops at the limit, at once."""
+    rows = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    rows += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    p = tmp_path / "lol.yaml"
+    p.write_text("\n".join(rows) + "\n")
+    with pytest.raises(UserError, match=f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes"):
+        load_yaml(p)
+    ok = tmp_path / "ok.yaml"  # the same aliases three levels deep: 1,110 nodes, read as YAML says
+    ok.write_text("\n".join(rows[:3]) + "\n")
+    assert load_yaml(ok)[0] == yaml.safe_load(ok.read_text())
+
+
+def test_json_duplicate_keys_are_refused(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text('{"levels": [{"temporal": {"P": 4}, "temporal": {"P": 2}}]}')
+    with pytest.raises(UserError, match=r"m.json: duplicate key 'temporal' in a JSON object"):
+        load_data(p)
+    p.write_text('{"levels": [{"temporal": {"P": 4}}]}')
+    assert load_data(p)[0] == {"levels": [{"temporal": {"P": 4}}]}
 
 
 def test_docs_field_reference_is_current():

@@ -86,6 +86,9 @@ EINSUM_CASES = {
     "coefficient": (lambda d: d["tensors"][1]["axes"][0][0].__setitem__(0, 0), "field 'tensors[1].axes[0][0][0]'"),
     "axes shape": (lambda d: d["tensors"][0].update(axes=[[1, "M"]]), "field 'tensors[0].axes'"),
     "is_output": (lambda d: d["tensors"][2].update(is_output="yes"), "field 'tensors[2].is_output'"),
+    # a dimension twice in one tensor (here I[B + B]): refused on reading, not when first evaluated
+    "dim twice": (lambda d: d["tensors"][0]["axes"][0].append([1, d["tensors"][0]["axes"][0][0][1]]),
+                  "field 'tensors[0].axes[0][1][1]': dimension 'B' appears twice in tensor I"),
     "tensors": (lambda d: d.update(tensors=5), "field 'tensors': expected a list"),
     "typo": (lambda d: d.update(psum_bit=16), "unknown field 'psum_bit'"),
     "tensor typo": (lambda d: d["tensors"][0].update(bit=4), "unknown field 'tensors[0].bit'"),

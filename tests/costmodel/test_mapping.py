@@ -91,14 +91,22 @@ def test_named_levels_may_be_partial_and_unordered(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("levels:\n\t- temporal: {K: 4}\n", ":2: YAML syntax error"),  # one line, with the line number
-    ("levels:\n  - temporal: {K: 4}\nfoo: 1\n", "unknown fields ['foo'] (expected levels, padded)"),
+    ("levels:\n  - temporal: {K: 4}\nfoo: 1\n", ":3: foo: unknown field ['foo'] (expected levels, padded)"),
     ("levels:\n  - temporal: {K: 4}\n    temporal: {K: 2}\n", ":3: levels[0].temporal: duplicate key (first given on line 2)"),
     ("levels:\n  - temporal: {K: 4}  # \xe9t\xe9\n", ":2: expected UTF-8 text, got byte 0xe9"),
     ("foo: 1", "expected a mapping with a 'levels' list"),
     ("levels:\n  - level: nowhere\n", "levels[0].level: expected one of ['DRAM', 'buffer', 'rf'], got 'nowhere'"),
     ("levels:\n  - temporal: {K: -1}\n", "levels[0].temporal.K: expected a positive integer factor, got -1"),
     ("levels:\n  - level: rf\n  - level: rf\n", "levels[1].level: 'rf' is listed twice"),
-    ("levels:\n  - temporal: {K: 4}\n    spatial: {K: 2}\n", "levels[0]: unknown fields ['spatial']"),
+    ("levels:\n  - temporal: {K: 4}\n    spatial: {K: 2}\n", ":3: levels[0].spatial: unknown field ['spatial']; did you mean"),
+    # entries named by level: the index and line are the file's, not the config's level slot
+    ("levels:\n  - level: rf\n    tempral: {S: 3}\n  - level: DRAM\n",
+     ":3: levels[0].tempral: unknown field ['tempral']; did you mean 'temporal'?"),
+    ("levels:\n  - level: rf\n  - level: bufer\n", (":3: levels[1].level: expected one of ['DRAM', 'buffer', 'rf'], "
+                                                   "got 'bufer'; did you mean 'buffer'?")),
+    ("levels:\n  - level: rf\n    temporal: {S: 3}\n  - level: DRAM\n    temporal: {K: 4}\n    temporal: {K: 2}\n",
+     ":6: levels[1].temporal: duplicate key (first given on line 5)"),
+    ("levels:\n  - temporal: !big 4\n", ":2: levels[0].temporal: unsupported YAML value or tag '!big'"),
     ("levels:\n  - bypass: [W, I, W]\n", "levels[0].bypass: W listed more than once in ['W', 'I', 'W']"),
     ("levels:\n  - order: [K, C, K]\n", "levels[0].order: K listed more than once in ['K', 'C', 'K']"),
 ])

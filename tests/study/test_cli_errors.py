@@ -85,6 +85,18 @@ def test_results_without_completed_trials(tmp_path: Path) -> None:
     assert set(cols) <= set(table.columns) and table[cols].isna().all().all()
 
 
+def test_results_without_feasible_design_says_so(tmp_path: Path) -> None:
+    """Trials that completed but met no constraint: an empty Pareto table (exit 0) and a note
+    pointing at the violation columns."""
+    path = small_study(tmp_path, trials=2, constraints=["area_mm2 <= 0.000001"])
+    assert dse("sweep", path, "--no-progress")[0] == 0
+    code, err = dse("results", tmp_path / "out")
+    assert code == 0 and "note: no feasible design among the 2 completed trials; the 'violation:' columns" in err
+    table = pd.read_csv(tmp_path / "out" / "trials.csv")
+    assert (table["state"] == "COMPLETE").all() and not table["feasible"].any()
+    assert (table["violation:area_mm2 <= 0.000001"] > 0).all()
+
+
 @pytest.mark.parametrize("n", ["0", "-1"])
 def test_trials_must_be_positive(tmp_path: Path, n: str) -> None:
     code, err = dse("sweep", small_study(tmp_path), "--trials", n, "--no-progress")

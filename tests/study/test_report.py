@@ -252,7 +252,8 @@ def test_report_of_a_study_whose_knobs_are_plain_numbers(tmp_path: Path) -> None
 
 
 def test_page_says_how_many_table_rows_it_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The page shows the first TABLE_ROWS rows of a table and says how many more the HTML holds."""
+    """The page shows the first TABLE_ROWS rows of a table and says how many more the HTML holds;
+    a table with no rows (a study with no feasible design yet) reads "(none)"."""
     from matplotlib.figure import Figure
 
     from dse.report.html import Section, render
@@ -264,12 +265,13 @@ def test_page_says_how_many_table_rows_it_leaves_out(tmp_path: Path, monkeypatch
     said: list[str] = []
     real = Figure.text
     monkeypatch.setattr(Figure, "text", lambda self, x, y, s, *a, **k: said.append(s) or real(self, x, y, s, *a, **k))
-    for n, note in ((TABLE_ROWS + 12, "... and 12 more rows in the HTML report"), (TABLE_ROWS, None)):
+    for n, note in ((TABLE_ROWS + 12, "... and 12 more rows in the HTML report"), (TABLE_ROWS, None), (0, None)):
         said.clear()
         html = tmp_path / f"r{n}.html"
         html.write_text(render("t", [Section("ppa", "PPA", table=table(n))]))
         render_page(html, tmp_path / f"p{n}.png")
         assert [s for s in said if "more rows" in s] == ([note] if note else [])
+        assert ("(none)" in said) == (n == 0)
 
 
 def test_report_refuses_to_overwrite_its_inputs(report: Path, tmp_path: Path) -> None:

@@ -79,6 +79,8 @@ def test_onnxruntime_matches_torch(name: str, dynamo: bool, zoo_exports, built) 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1      # the CI box has 2 cores shared by several jobs
     session = ort.InferenceSession(str(zoo_exports[name, dynamo]), options, providers=["CPUExecutionProvider"])
+    # the graph's inputs carry the catalog's names (what `dse zoo list` shows and --input takes)
+    assert [i.name for i in session.get_inputs()] == list(workloads.info(name).inputs)
     feeds = {i.name: x.numpy() for i, x in zip(session.get_inputs(), inputs, strict=True)}
     got = session.run(None, feeds)
     with torch.no_grad():
