@@ -54,7 +54,7 @@ def summarize(compiled, target) -> dict:
 
 
 def compile_model_cmd(
-    model: Annotated[str, typer.Argument(help="An ONNX file (fp32 or QDQ) or a zoo model name.")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="An ONNX file (fp32 or QDQ) or a zoo model name.")],
     hw: Annotated[str, typer.Option("--hw", help="Compilable hwconfig: YAML path or shipped name.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output binary (.axb).")],
     calibration: Annotated[list[str] | None, typer.Option("--calibration", help="NAME=PATH.npy calibration "

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def disasm(
-    binary: Annotated[Path, typer.Argument(help="An .axb binary.")],
+    binary: Annotated[Path, typer.Argument(metavar="BINARY", help="An .axb binary.")],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the text here, not stdout.")] = None,
     no_const: Annotated[bool, typer.Option("--no-const", help="Omit the constant bytes (text no longer "
                                                                  "reassembles).")] = False,
@@ -38,7 +38,7 @@ def disasm(
 
 
 def asm(
-    source: Annotated[Path, typer.Argument(help="Assembler text (the format `dse disasm` prints).")],
+    source: Annotated[Path, typer.Argument(metavar="SOURCE", help="Assembler text (the format `dse disasm` prints).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The .axb binary to write.")],
     hw: Annotated[str | None, typer.Option("--hw", help="Config (YAML path or name): embed its fingerprint, and "
                                            "refuse what the simulator would refuse on it.")] = None,

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("inspect")
     def inspect(
-        model: Annotated[str, typer.Argument(help="An ONNX file, or a zoo model name (see `dse zoo list`).")],
+        model: Annotated[str, typer.Argument(metavar="MODEL", help="An ONNX file, or a zoo model name (see `dse zoo list`).")],
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document (layers + totals).")] = False,
         allow_unsupported: Annotated[bool, typer.Option(
             "--allow-unsupported", help="Import unknown ops as zero-cost host layers instead of failing.")] = False,

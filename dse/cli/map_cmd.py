@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("map")
     def map_(
-        model: Annotated[str, typer.Argument(help="An ONNX file or a zoo model name (see `dse zoo list`).")],
+        model: Annotated[str, typer.Argument(metavar="MODEL", help="An ONNX file or a zoo model name (see `dse zoo list`).")],
         hw: Annotated[str, typer.Option("--hw", help="Hardware config: a YAML path or a name under hwconfigs/.")],
         objective: Annotated[str, typer.Option("--objective", help=_OBJ)] = "edp",
         mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",

@@ -107,7 +107,7 @@ FORMATS = {"hw": (_hw_schema, _hw_check), "study": (_study_schema, _study_check)
 
 
 def schema(
-    kind: Annotated[str, typer.Argument(help=f"Format: {', '.join(FORMATS)}.")],
+    kind: Annotated[str, typer.Argument(metavar="KIND", help=f"Format: {', '.join(FORMATS)}.")],
     check: Annotated[
         Path | None, typer.Option("--check", help="Validate FILE instead; print OK or the error.")
     ] = None,

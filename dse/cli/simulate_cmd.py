@@ -56,7 +56,7 @@ def _file_name(name: str) -> str:
 
 
 def simulate(
-    binary: Annotated[Path, typer.Argument(help="An .axb binary.")],
+    binary: Annotated[Path, typer.Argument(metavar="BINARY", help="An .axb binary.")],
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i",
                       help="PATH.npy or NAME=PATH.npy; repeat for several inputs.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder for the outputs (default <binary stem>.out).")] = None,

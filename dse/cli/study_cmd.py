@@ -14,7 +14,7 @@ import typer
 
 
 def sweep(
-    study_file: Annotated[Path, typer.Argument(help="Study YAML (see docs/studies.md).")],
+    study_file: Annotated[Path, typer.Argument(metavar="STUDY_FILE", help="Study YAML (see docs/studies.md).")],
     trials: Annotated[int | None, typer.Option("--trials", min=1, help="Finished trials wanted (default: the "
                                                "file's).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Local worker processes (with --dask: "
@@ -48,7 +48,7 @@ def sweep(
 
 
 def results(
-    study_dir: Annotated[Path, typer.Argument(help="A sweep's output folder.")],
+    study_dir: Annotated[Path, typer.Argument(metavar="STUDY_DIR", help="A sweep's output folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
 ) -> None:
@@ -89,7 +89,7 @@ def results(
 
 
 def report(
-    source: Annotated[Path, typer.Argument(help="A sweep's output folder, or a `dse map --json` file.")],
+    source: Annotated[Path, typer.Argument(metavar="SOURCE", help="A sweep's output folder, or a `dse map --json` file.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
     hw: Annotated[Path | None, typer.Option("--hw", help="For a map result: its config, if not a shipped one.")]

@@ -34,7 +34,7 @@ def _list(as_json: Annotated[bool, typer.Option("--json", help="One JSON documen
 
 
 def _export(
-    name: Annotated[str, typer.Argument(help="Zoo model name (see `dse zoo list`).")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Zoo model name (see `dse zoo list`).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="ONNX file to write.")],
     legacy: Annotated[bool, typer.Option("--legacy", help="Use torch's TorchScript exporter (faster).")] = False,
 ) -> None:

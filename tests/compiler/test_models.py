@@ -83,7 +83,7 @@ def test_keyword_spotting_from_the_zoo_runs_race_free(tmp_path):
     ops = [lay["op"] for lay in compiled.layers]
     assert ops.count("QLinearConv") == 7 and ops.count("QLinearAdd") == 3 and ops[-1] == "QGemm"
     x = np.random.default_rng(0).standard_normal((1, 1, 98, 40)).astype(np.float32)
-    from_file = simulate(tmp_path / "kws.axb", {"input": x})
-    in_memory = simulate(compiled.program, {"input": x})
+    from_file = simulate(tmp_path / "kws.axb", {"x": x})
+    in_memory = simulate(compiled.program, {"x": x})
     assert from_file.warnings == []
     np.testing.assert_array_equal(from_file.outputs["linear"], in_memory.outputs["linear"])
