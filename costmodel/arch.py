@@ -32,12 +32,11 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     ValidationError,
-    ValidationInfo,
     field_validator,
 )
 
 from costmodel.errors import UserError
-from costmodel.tech import Technology, vdd_range
+from costmodel.tech import Technology
 from costmodel.yamlio import LineMap, load_yaml, validation_error
 
 Role = Literal["I", "W", "O"]
@@ -165,18 +164,6 @@ class TechnologyConfig(_Strict):
         None, description="Supply voltage (V); default: the node's nominal. Within 0.5-1.5x the nominal "
         "and where the node's energy fit rises with the supply (docs/technology.md)."
     )
-
-    @field_validator("vdd")
-    @classmethod
-    def _modelled(cls, vdd: float | None, info: ValidationInfo) -> float | None:
-        node = info.data.get("node_nm")
-        if vdd is None or node is None:
-            return vdd
-        lo, hi = vdd_range(node)
-        if not lo <= vdd <= hi:
-            raise ValueError(f"expected a supply the energy model covers at {node:g} nm, {lo:.2f}-{hi:.2f} V, "
-                             f"got {vdd:g}")
-        return vdd
     sram_cell: Literal["LSTP", "HP"] = Field(
         "LSTP", description="SRAM cell flavour: LSTP (low leakage, for AR) or HP (1000x more leakage)."
     )

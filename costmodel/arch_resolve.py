@@ -26,6 +26,7 @@ from costmodel.tech import (
     network_area_mm2,
     regfile_cost,
     sram_cost,
+    vdd_range,
     wire_pj_per_bit_mm,
 )
 from costmodel.yamlio import LineMap, parse_frequency, parse_size
@@ -117,6 +118,11 @@ def resolve(cfg: HwConfig, lines: LineMap, source: str) -> Architecture:
     except (TypeError, ValueError) as exc:
         raise lines.error(("clock",), str(exc)) from None
     t = cfg.technology
+    if t.vdd is not None:  # (a rule across fields: a study may sweep the node and the supply together)
+        lo, hi = vdd_range(t.node_nm)
+        if not lo <= t.vdd <= hi:
+            raise lines.error(("technology", "vdd"), f"expected a supply the energy model covers at "
+                              f"{t.node_nm:g} nm, {lo:.2f}-{hi:.2f} V, got {t.vdd:g}")
     tech = Technology(t.node_nm, t.vdd, t.sram_cell, t.dram)
     fan = [lv.fanout.x * lv.fanout.y for lv in cfg.levels]
     num_pes = math.prod(fan)

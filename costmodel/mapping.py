@@ -218,11 +218,11 @@ class Mapping:
         def at(*path: str | int) -> str:
             return lines.where(path) if lines is not None else f"{where}: {format_path(path)}"
 
+        extra = set(data) - {"levels", "padded"} if isinstance(data, dict) else set()
+        if extra:  # (first: a misspelt 'levels' is also a missing one)
+            raise UserError(f"{at(min(map(str, extra)))}: unknown field{_hint(extra, ('levels', 'padded'))}")
         if not isinstance(data, dict) or not isinstance(data.get("levels"), list):
             raise UserError(f"{where}: expected a mapping with a 'levels' list")
-        extra = set(data) - {"levels", "padded"}
-        if extra:
-            raise UserError(f"{at(min(map(str, extra)))}: unknown field{_hint(extra, ('levels', 'padded'))}")
         padded = tuple(_factors(data.get("padded"), at("padded")).items())
         entries = list(enumerate(data["levels"]))  # (index in the file, entry)
         names = [e.get("level") if isinstance(e, dict) else None for _, e in entries]
@@ -231,6 +231,8 @@ class Mapping:
             slots: list[tuple[int, Any]] = [(-1, {}) for _ in level_names]
             for i, e in entries:
                 n = names[i]
+                if not isinstance(e, dict):
+                    raise UserError(f"{at('levels', i)}: expected a mapping, got {e!r}")
                 if n not in level_names:
                     close = difflib.get_close_matches(str(n), level_names, n=1)
                     hint = f"; did you mean '{close[0]}'?" if close and n is not None else ""

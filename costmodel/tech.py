@@ -79,7 +79,7 @@ def vdd_range(node_nm: float) -> tuple[float, float]:
     disc = b * b - 4 * a * c
     if disc >= 0:
         lo = max(lo, (-b + math.sqrt(disc)) / (2 * a))
-    return math.ceil(lo * 100) / 100, VDD_SPAN[1] * nominal
+    return math.ceil(lo * 100 - 1e-6) / 100, math.floor(VDD_SPAN[1] * nominal * 100 + 1e-6) / 100  # (to 10 mV)
 
 
 def _energy_fit(node_nm: float, vdd: float | None) -> float:

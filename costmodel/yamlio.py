@@ -118,38 +118,40 @@ class _Converter:
 
     def mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
-        merges: list[tuple[yaml.Node, yaml.Node]] = []
+        first_line: dict[Any, int] = {}  # (keyed like ``out``: 1 and 1.0 are one key)
+        merge: tuple[yaml.Node, yaml.Node] | None = None
         for knode, vnode in node.value:
+            line = knode.start_mark.line + 1
             if knode.tag == _MERGE:
-                merges.append((knode, vnode))
+                if merge is not None:
+                    raise self.fail(knode, path, f"duplicate key '<<' (first given on line "
+                                                 f"{merge[0].start_mark.line + 1})")
+                merge = (knode, vnode)
                 continue
             key, child = self.key(knode, path)
             if key in out:  # YAML forbids it; PyYAML would silently keep the last value
-                raise self.fail(knode, child, f"duplicate key (first given on line {self.lines[child]})")
+                raise self.fail(knode, child, f"duplicate key (first given on line {first_line[key]})")
             out[key] = self.convert(vnode, child)
-            self.lines[child] = knode.start_mark.line + 1
-        for knode, vnode in merges:
-            sources = vnode.value if isinstance(vnode, yaml.SequenceNode) else [vnode]
-            for src in sources:
-                if not isinstance(src, yaml.MappingNode):
-                    raise self.fail(knode, path, "a merge key '<<' takes a mapping or a list of mappings")
-                own_lines = self.lines
-                self.lines = dict(own_lines)
-                merged = self.convert(src, path)
-                for k, v in merged.items():
-                    if k in out:  # (own keys and earlier merges win)
-                        continue
-                    out[k] = v
-                    prefix = (*path, k if isinstance(k, (str, int)) else str(k))
-                    own_lines.update((p, n) for p, n in self.lines.items() if p[:len(prefix)] == prefix)
-                self.lines = own_lines
+            first_line[key] = self.lines[child] = line
+        if merge is None:
+            return out
+        knode, vnode = merge
+        for src in vnode.value if isinstance(vnode, yaml.SequenceNode) else [vnode]:
+            if not isinstance(src, yaml.MappingNode):
+                raise self.fail(knode, path, "a merge key '<<' takes a mapping or a list of mappings")
+            own_lines, self.lines = self.lines, {}  # (the source's lines apart: only its new keys count)
+            merged = self.convert(src, path)
+            src_lines, self.lines = self.lines, own_lines
+            taken = {_part(k) for k in merged if k not in out}  # (own keys and earlier merges win)
+            out.update((k, v) for k, v in merged.items() if k not in out)
+            own_lines.update((p, n) for p, n in src_lines.items() if len(p) > len(path) and p[len(path)] in taken)
         return out
 
     def key(self, knode: yaml.Node, path: PathKey) -> tuple[Any, PathKey]:
         if not isinstance(knode, yaml.ScalarNode):
             raise self.fail(knode, path, "expected a plain key, got a mapping or list as a key")
         key = self.scalar(knode, path)
-        return key, (*path, key if isinstance(key, (str, int)) else str(key))
+        return key, (*path, _part(key))
 
     def scalar(self, node: yaml.ScalarNode, path: PathKey) -> Any:
         """A scalar as the type its resolved tag says (int, float, bool, null, str)."""
@@ -157,6 +159,13 @@ class _Converter:
             return _CONSTRUCTOR.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
             raise self.fail(node, path, f"unsupported YAML value or tag {node.tag!r} ({exc.problem})") from None
+        except (ValueError, KeyError, AttributeError, TypeError):  # an explicit tag on a value it cannot read
+            raise self.fail(node, path, f"{node.value!r} is not a valid {node.tag.rsplit(':', 1)[-1]}") from None
+
+
+def _part(key: Any) -> str | int:
+    """A mapping key as a part of a field path."""
+    return key if isinstance(key, (str, int)) else str(key)
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()

@@ -182,6 +182,14 @@ def test_bad_config_message(tmp_path, old, new, line, path, text):
     assert text in msg, msg
 
 
+@pytest.mark.parametrize(("node", "vdd"), [(7, 1.05), (7, 0.35), (90, 1.8), (180, 0.9), (45, 0.9)])
+def test_supply_range_ends_are_allowed(tmp_path, node, vdd):
+    """The ends of the range the message and docs/technology.md print (10 mV steps) load."""
+    p = tmp_path / "x.yaml"
+    p.write_text(GOOD.replace("technology: {node_nm: 45}", f"technology: {{node_nm: {node}, vdd: {vdd}}}"))
+    assert load_architecture(p).technology.vdd == vdd
+
+
 def test_yaml_syntax_error_names_line(tmp_path):
     msg, p = _error(tmp_path, "    holds: [I, O]", "    holds: [I, O")
     assert msg.startswith(f"{p}:") and "YAML syntax error" in msg

@@ -144,6 +144,11 @@ def test_values_valid_with_other_knobs_load(tmp_path: Path) -> None:
         "knobs:\n", "knobs:\n  db: {path: levels.buffer.double_buffered, choices: [true, false]}\n")
     s = load_study(_write(tmp_path, text))
     assert [k.choices for k in s.knobs if k.name in ("db", "pes")] == [(True, False), (4, 8)]
+    # the supply's range depends on the node: 0.4 V is below 45 nm's (the template's) but within 7 nm's
+    text = GOOD.replace("knobs:\n", "knobs:\n  node: {path: technology.node_nm, choices: [7, 45]}\n"
+                                    "  vdd: {path: technology.vdd, choices: [0.4, 1.0]}\n")
+    s = load_study(_write(tmp_path, text))
+    assert [k.choices for k in s.knobs if k.name in ("node", "vdd")] == [(7, 45), (0.4, 1.0)]
 
 
 def test_invalid_template_fails_at_load(tmp_path: Path) -> None:
