@@ -21,10 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from compiler.isa import Finish, Program, write_binary
+from compiler.isa import Finish, Program
+from compiler.isa.binary import to_bytes
 from compiler.lower.emitter import Emitter, align
 from compiler.target import Target
-from costmodel.atomic import atomic_write_bytes, check_writable, refuse_overwriting, same_file
+from costmodel.atomic import (
+    atomic_write_all,
+    atomic_write_bytes,
+    check_writable,
+    refuse_overwriting,
+    same_file,
+)
 from costmodel.errors import UserError
 
 
@@ -146,12 +153,15 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
         refuse_overwriting(path, *inputs)
     refuse_overwriting(out, model)
     refuse_overwriting(map_out, model)
-    same = same_file(model, qdq_out)  # m.q.onnx -o m.axb
-    compiled = compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=None if same else qdq_out)
-    if same:  # the input is already the reference: keep the user's file as it is
-        compiled.qdq_model = qdq_out
-    write_binary(compiled.program, out)
-    mapped = [{k: lay[k] for k in ("node", "op", "tiles", "tiling", "problem", "mapping", "analytical_cycles")}
-              for lay in compiled.layers if "mapping" in lay]
-    atomic_write_bytes(map_out, json.dumps({"layers": mapped}, indent=1).encode())
+    same = same_file(model, qdq_out)  # m.q.onnx -o m.axb: the input is already the reference, kept as it is
+    with tempfile.TemporaryDirectory() as work:
+        scratch = Path(work) / "model.q.onnx"
+        compiled = compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=None if same else scratch)
+        mapped = [{k: lay[k] for k in ("node", "op", "tiles", "tiling", "problem", "mapping", "analytical_cycles")}
+                  for lay in compiled.layers if "mapping" in lay]
+        files = {out: to_bytes(compiled.program), map_out: json.dumps({"layers": mapped}, indent=1).encode()}
+        if not same:
+            files[qdq_out] = scratch.read_bytes()
+        atomic_write_all(files)  # (the three together: a binary never sits beside another build's reference)
+    compiled.qdq_model = qdq_out
     return compiled

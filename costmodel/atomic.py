@@ -2,13 +2,19 @@
 
 A crash, a kill or an exception never leaves a partial or corrupt output file: either the old
 file (or none) or the complete new one is there. Every writer of user-facing files uses this.
+
+A symlink is followed (the file it names is replaced, not the link), and a target that exists but
+is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO) is written in place, once the content
+is complete: renaming over it would replace a device node with a file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,7 +59,11 @@ def _temp_beside(path: Path) -> tuple[int, str]:
 def check_writable(path: str | Path) -> None:
     """Fails now, not after a long computation, if ``path`` cannot be written (UserError). Leaves no
     trace: the folders it had to create for the probe are removed again."""
-    path = Path(path)
+    path = _target(path)
+    if _special(path):  # (written in place: see the module docstring)
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{path}: cannot write (permission denied)")
+        return
     missing = [p for p in path.parents if not p.exists()]
     try:
         fd, tmp = _temp_beside(path)
@@ -71,16 +81,47 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def refuse_overwriting(out: str | Path, *inputs: str | Path | None) -> None:
-    """An output path that names one of the command's inputs would destroy it: UserError."""
+    """An output path that names one of the command's inputs (or another of its outputs, such as a
+    database the command creates) would destroy it: UserError."""
     for src in inputs:
-        if src is not None and same_file(src, out):
+        if src is not None and Path(src).resolve() == Path(out).resolve():
             raise UserError(f"{out}: is also an input of this command; choose another output path")
+
+
+def _special(path: Path) -> bool:
+    """``path`` exists and is not a regular file or a folder (a device, a FIFO, a socket)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+@contextlib.contextmanager
+def _in_place(path: Path, mode: str, **kwargs: Any) -> Iterator[IO[Any]]:
+    """The block writes into memory; the whole content then goes to ``path`` in one write."""
+    buf: IO[Any] = io.BytesIO() if "b" in mode else io.StringIO()
+    yield buf
+    try:
+        with open(path, mode, **kwargs) as fh:
+            fh.write(buf.getvalue())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _target(path: str | Path) -> Path:
+    """The file a write to ``path`` replaces: a symlink's target, not the link."""
+    return Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
 
 
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """``open(path, mode)`` whose content appears at ``path`` only when the block succeeds."""
-    path = Path(path)
+    path = _target(path)
+    if _special(path):
+        with _in_place(path, mode, **kwargs) as fh:
+            yield fh
+        return
     fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
@@ -89,6 +130,31 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_all(files: dict[Path, bytes]) -> None:
+    """Files that belong together (a binary and its sidecars): all are written to temp files first,
+    then renamed into place one after the other, so an interrupted command leaves the old set or the
+    new one (the renames take microseconds), not one new file beside old ones."""
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files.items():
+            target = _target(path)
+            if _special(target):
+                continue  # (written in place below)
+            fd, tmp = _temp_beside(target)
+            temps.append((tmp, target))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        for tmp, target in temps:
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    for path, data in files.items():
+        if _special(_target(path)):
+            atomic_write_bytes(path, data)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

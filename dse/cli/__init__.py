@@ -7,7 +7,10 @@ never a traceback. Modules import heavy packages (torch, onnx) inside their comm
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from typing import Any
 
 import typer
 
@@ -36,10 +39,43 @@ for _module in (zoo_cmd, inspect_cmd, evaluate_cmd, map_cmd, schema_cmd, study_c
     _module.register(app)
 
 
+_TERMINATED: list[bool] = []
+
+
+def _on_sigterm(_signum: int, _frame: Any) -> None:
+    """SIGTERM (``kill PID``) taken like Ctrl-C: the same cleanup runs (temp files and folders
+    removed, the mapping database closed) instead of the process vanishing mid-write; and the
+    search workers, which a `kill` of this process does not reach, are stopped."""
+    _TERMINATED.append(True)
+    _kill_workers()
+    raise KeyboardInterrupt
+
+
+def _kill_workers() -> None:
+    solve = sys.modules.get("dse.network.solve")
+    if solve is not None:
+        # the pool's manager thread then fails futures already cancelled (InvalidStateError, a
+        # Python 3.11 race of no consequence to a process that is ending): keep that off the screen
+        threading.excepthook = lambda _args: None
+        solve.kill_workers()
+
+
 def main() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _on_sigterm)  # (`dse sweep` sets its own while it runs)
     try:
         app()
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except SystemExit:
+        if _TERMINATED:  # (typer turns the KeyboardInterrupt into exit 130, Ctrl-C's status)
+            _kill_workers()  # (and those started since the signal)
+            solve = sys.modules.get("dse.network.solve")
+            if solve is not None:
+                solve.drop_pool()
+            print("terminated (SIGTERM); finished work is kept, nothing half-written", file=sys.stderr)
+            sys.exit(128 + signal.SIGTERM)
+        raise
+    finally:  # the work is done: a SIGTERM during the exit's own cleanup just ends the process
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from costmodel.atomic import atomic_open, check_writable
+from costmodel.atomic import atomic_open, check_writable, refuse_overwriting
 from costmodel.errors import UserError
 
 
@@ -81,6 +81,10 @@ def simulate(
     arrays = _read_inputs(inputs or [], names)
     folder = out if out is not None else binary.with_suffix(".out")
     check_writable(folder / "output.npy")  # before the run, not after
+    given = [part for raw in inputs or [] for part in (raw, raw.partition("=")[2]) if part]
+    for io in program.io:  # an output file may not replace an input (NAME=PATH or PATH: both spellings)
+        if io.direction == "output":
+            refuse_overwriting(folder / _file_name(io.name), binary, check, *given)
     try:
         result = run(program, arrays, timing=not no_timing, arch=hw, gemm_timing=gemm_timing)
     except SimError as exc:  # a defect of this binary: name it

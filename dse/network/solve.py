@@ -9,6 +9,7 @@ so its answer does not depend on which worker ran it or in what order.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import sys
@@ -79,6 +80,24 @@ def shutdown_pool() -> None:
     global _POOL
     if _POOL is not None:
         _POOL[1].shutdown(wait=True, cancel_futures=True)
+        _POOL = None
+
+
+def kill_workers() -> None:
+    """SIGTERM to the kept workers, mid-search, for a process that is ending on SIGTERM (a `kill` of
+    it reaches none of them, unlike Ctrl-C). Takes no lock, so a signal handler may call it: it may
+    have interrupted the pool's own ``submit``, which holds the pool's lock."""
+    if _POOL is not None:
+        for proc in list(getattr(_POOL[1], "_processes", {}).values()):  # (the executor keeps no public list)
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                proc.terminate()
+
+
+def drop_pool() -> None:
+    """After :func:`kill_workers`, outside any signal handler: the pool let go without waiting."""
+    global _POOL
+    if _POOL is not None:
+        _POOL[1].shutdown(wait=False, cancel_futures=True)
         _POOL = None
 
 

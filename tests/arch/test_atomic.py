@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from costmodel.atomic import atomic_write_text
+from costmodel.atomic import atomic_write_all, atomic_write_text, check_writable, refuse_overwriting
 from costmodel.errors import UserError
 
 
@@ -30,3 +30,64 @@ def test_unwritable_place_is_a_user_error(tmp_path: Path) -> None:
         atomic_write_text(tmp_path / "afile" / "f.txt", "x")
     with pytest.raises(UserError, match=r"cannot write \(is a folder\)"):
         atomic_write_text(tmp_path, "x")
+
+
+def test_a_symlink_is_followed_not_replaced(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json"]
+
+
+def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
+    """A FIFO (like /dev/stdout or a device) stays what it is and gets the whole content; renaming a
+    file over it replaced it (and, as root, `--json /dev/full` replaced the device node)."""
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    check_writable(fifo)
+    atomic_write_text(fifo, "x" * 100_000)
+    reader.join(timeout=30)
+    assert got == ["x" * 100_000] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making device nodes needs root (as CI runs)")
+def test_a_device_is_written_in_place(tmp_path: Path) -> None:
+    """Device nodes of our own (never /dev's: a regression would replace them): null takes the
+    content, full refuses it with one UserError; both stay devices."""
+    null, full = tmp_path / "null", tmp_path / "full"
+    os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    check_writable(null)
+    atomic_write_text(null, "x")
+    with pytest.raises(UserError, match=f"{full}: cannot write"):
+        atomic_write_text(full, "x")
+    assert all(stat.S_ISCHR(p.stat().st_mode) for p in (null, full))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "null"]
+
+
+def test_an_output_may_not_be_an_input_even_before_it_exists(tmp_path: Path) -> None:
+    """`dse map --db X --json X` with X new: the database the command creates would be replaced."""
+    with pytest.raises(UserError, match="is also an input of this command"):
+        refuse_overwriting(tmp_path / "same.sqlite", tmp_path / "." / "same.sqlite")
+    refuse_overwriting(tmp_path / "a.json", tmp_path / "b.sqlite", None)
+
+
+def test_files_that_belong_together_are_replaced_together(tmp_path: Path) -> None:
+    """`dse compile` writes the binary and its sidecars as one set: when one cannot be written, none
+    of the old files is replaced and no temp file is left."""
+    (tmp_path / "m.axb").write_bytes(b"old")
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(UserError, match="cannot write"):
+        atomic_write_all({tmp_path / "m.axb": b"new", tmp_path / "afile" / "m.map.json": b"{}"})
+    assert (tmp_path / "m.axb").read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "m.axb"]
+    atomic_write_all({tmp_path / "m.axb": b"new", tmp_path / "m.map.json": b"{}"})
+    assert (tmp_path / "m.axb").read_bytes() == b"new" and (tmp_path / "m.map.json").read_bytes() == b"{}"

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -123,6 +130,60 @@ def test_json_out_may_not_be_the_config_or_the_database(tmp_path) -> None:
         r = run_dse("map", "keyword_spotting", *args, cache=tmp_path)
         assert r.returncode == 2 and "is also an input of this command" in r.stderr, r.stderr
     assert hw.read_text() == (REPO / "hwconfigs/tiny.yaml").read_text() and db.read_bytes() == b""
+    new = tmp_path / "new.sqlite"  # a database the command would create, then replace by the JSON
+    r = run_dse("map", "keyword_spotting", "--hw", "tiny", "--db", str(new), "--json", str(new), cache=tmp_path)
+    assert r.returncode == 2 and "is also an input of this command" in r.stderr and not new.exists(), r.stderr
+
+
+def _marked(marker: str) -> list[int]:
+    """Processes whose environment holds ``marker`` (the command, its forkserver and workers)."""
+    pids = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        with contextlib.suppress(OSError):
+            if marker.encode() in env.read_bytes():
+                pids.append(int(env.parent.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_sigterm_stops_the_search_and_its_workers(tmp_path) -> None:
+    """`kill PID` during a two-worker search: exit 143 with one line, and no worker left running
+    (they get no signal of their own; they used to outlive the command, idle, until killed)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)  # two 3x3 convs of ResNet-50's size: minutes of exhaustive search each
+    weights = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+               for name, shape in (("w1", (64, 64, 3, 3)), ("w2", (128, 64, 3, 3)))]
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w1"], ["h"], pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["h", "w2"], ["y"], pads=[1, 1, 1, 1])], "two_convs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 56, 56])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 128, 56, 56])], weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "two.onnx")
+    marker = f"accel-dse-sigterm-test-{os.getpid()}-{time.time_ns()}"
+    proc = subprocess.Popen([sys.executable, "-c", "from dse.cli import main; main()", "map", "two.onnx",
+                             "--hw", "tpu_like", "--no-db", "--workers", "2", "--mapper", "exhaustive"],
+                            cwd=tmp_path, env={**os.environ, "ACCEL_DSE_TEST_MARKER": marker},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_marked(marker)) < 5 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)  # until the workers run (command, resource tracker, forkserver, 2 workers)
+        time.sleep(1)
+        assert proc.poll() is None, "the search ended before the signal: the test proves nothing"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143 and err.strip().endswith("terminated (SIGTERM); finished work is kept, nothing "
+                                                           "half-written") and "Traceback" not in err, err
+    deadline = time.monotonic() + 20
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _marked(marker) == []
 
 
 def test_no_valid_mapping_names_the_buffer(tmp_path) -> None:

@@ -128,6 +128,13 @@ def test_unwritable_outputs_exit_2_before_the_run(run, binary, tmp_path):
     hw.write_text("not read")
     p = run("asm", str(text), "-o", str(hw), "--hw", str(hw))  # would replace the config by a binary
     assert p.returncode == 2 and "is also an input of this command" in p.stderr and hw.read_text() == "not read"
+    folder = tmp_path / "o"  # an output (y.npy) over the input given by name, or by position
+    folder.mkdir()
+    (folder / "y.npy").write_bytes(a.read_bytes())
+    for given in (f"a={folder / 'y.npy'}", str(folder / "y.npy")):
+        p = run("simulate", str(path), "--input", given, "--out", str(folder))
+        assert p.returncode == 2 and f"{folder / 'y.npy'}: is also an input of this command" in p.stderr, p.stderr
+    assert (folder / "y.npy").read_bytes() == a.read_bytes()
 
 
 def test_outputs_get_the_usual_file_mode(run, binary, tmp_path):
