@@ -89,7 +89,11 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
             raise UserError(f"calibration data lacks model input(s) {missing}; the model's inputs are {sorted(specs)}")
         feeds: list[dict[str, np.ndarray]] = []
         for name, (shape, _) in specs.items():
-            a = np.asarray(calibration[name], np.float32)
+            raw = np.asarray(calibration[name])
+            if raw.dtype.kind not in "iuf":  # (complex would lose its imaginary part, bool pass as 0/1: silently)
+                raise UserError(f"calibration input {name!r}: {raw.dtype} values; expected real numbers "
+                                f"(float or integer)")
+            a = raw.astype(np.float32)
             batch = a[None] if a.shape == shape else a
             if batch.shape[1:] != shape:
                 raise UserError(f"calibration input {name!r}: shape {a.shape}, expected {shape} or "

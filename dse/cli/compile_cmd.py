@@ -27,6 +27,8 @@ def _calibration(paths: list[str] | None) -> dict | None:
         name, sep, path = spec.partition("=")
         if not sep:
             raise UserError(f"--calibration {spec}: expected NAME=PATH.npy (the model input's name)")
+        if name in out:
+            raise UserError(f"--calibration {spec}: input {name!r} given twice")
         out[name] = read_npy(path, f"--calibration {name}")
     return out
 

@@ -106,6 +106,9 @@ def register(app: typer.Typer) -> None:
         no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
         json_out: Annotated[Path | None, typer.Option(
             "--json", help="Write one JSON document to this file ('-': stdout, and no table).")] = None,
+        allow_unsupported: Annotated[bool, typer.Option(
+            "--allow-unsupported", help="Import an op the front end does not support as a zero-cost host layer "
+            "(a warning each), instead of refusing the model.")] = False,
     ) -> None:
         """Best mapping of every layer of a model: a per-layer table and the network's totals."""
         from dse.network import map_model
@@ -117,6 +120,10 @@ def register(app: typer.Typer) -> None:
             _check_json_out(json_out, model, resolve_path(hw), db)  # (a shipped name: its file)
         opts = _fast_options(mapper, max_evaluations, victory)
         with user_warnings_as_lines():
+            if allow_unsupported:
+                from dse.api import load_workload
+
+                model = load_workload(model, allow_unsupported=True)
             res = map_model(model, hw, objective=objective, mapper=mapper, seed=seed, workers=workers,
                             db=_db_arg(db, no_db), progress=json_out is None, layer=layer, **opts)
         if json_out is not None and not to_stdout:

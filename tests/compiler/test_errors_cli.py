@@ -85,6 +85,9 @@ def test_missing_model_and_wrong_calibration(tmp_path):
     bad[1, 0, 3], bad[0, 0, 0] = np.nan, np.inf
     with pytest.raises(UserError, match="calibration input 'x': 2 elements are NaN or infinite"):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"x": bad})
+    for odd in (np.zeros((1, 8), np.complex64), np.zeros((1, 8), bool)):
+        with pytest.raises(UserError, match=rf"calibration input 'x': {odd.dtype} values; expected real numbers"):
+            compile_model(tmp_path / "g.onnx", Target(), calibration={"x": odd})
     with pytest.raises(TypeError, match=r"calibration: expected a dict of input name -> array \(the model's inputs: \['x'\]\)"):
         compile_model(tmp_path / "g.onnx", Target(), calibration=np.zeros((1, 8), np.float32))
     # a constant calibration input compiles (it is legal), with a warning: no range to fit
@@ -150,6 +153,9 @@ def test_cli_refuses_bad_outputs_before_compiling(tmp_path):
         r = CliRunner().invoke(_app(), ["compile", str(src), *args])
         assert isinstance(r.exception, UserError) and "is also an input of this command" in str(r.exception), args
     assert all(p.read_bytes() == data for p, data in kept.items())
+    r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", str(tmp_path / "m.axb"),
+                                    "--calibration", f"x={cal}", "--calibration", f"x={cal}"])
+    assert isinstance(r.exception, UserError) and "input 'x' given twice" in str(r.exception)  # (as simulate --input)
     for p in (hw, cal):
         p.unlink()
     r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", "x.axb", "--seed", "-1"])

@@ -235,3 +235,21 @@ def test_import_warnings_are_one_line_each(tmp_path) -> None:
     assert r.returncode == 2 and "UserWarning" not in r.stderr, r.stderr
     assert lines[0].startswith("warning: ") and "symbolic input dims fixed to 1" in lines[0]
     assert lines[-1].startswith("error: ") and "node 'c' (Conv)" in lines[-1] and len(lines) == 2
+
+
+def test_allow_unsupported_maps_around_an_unknown_op(tmp_path) -> None:
+    """The importer's hint names --allow-unsupported; `dse map` takes it (it used to say "No such
+    option"): the op becomes a zero-cost host layer, with a warning."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "nz",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [2, None])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "nz.onnx")
+    r = run_dse("map", str(tmp_path / "nz.onnx"), "--hw", "tiny", "--no-db", cache=tmp_path)
+    assert r.returncode == 2 and "(--allow-unsupported makes it a zero-cost host layer)" in r.stderr, r.stderr
+    r = run_dse("map", str(tmp_path / "nz.onnx"), "--hw", "tiny", "--no-db", "--allow-unsupported", "--json", "-",
+                cache=tmp_path)
+    assert r.returncode == 0 and "NonZero_0') imported as a zero-cost host layer" in r.stderr, r.stderr
+    assert [x["op_type"] for x in json.loads(r.stdout)["layers"]] == ["NonZero"]
