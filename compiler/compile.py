@@ -29,6 +29,7 @@ from costmodel.atomic import (
     atomic_write_all,
     atomic_write_bytes,
     check_writable,
+    is_special,
     refuse_overwriting,
     same_file,
 )
@@ -147,6 +148,8 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
     from compiler.sim.check import mapping_sidecar  # (where `dse simulate --check` looks for it)
 
     out = Path(out)  # (a missing folder is created when the files are written, as by every command)
+    if is_special(out):  # (-o /dev/null would put the sidecars in /dev)
+        raise UserError(f"{out}: not a file path; the binary's sidecars (.q.onnx, .map.json) go next to it")
     qdq_out, map_out = out.with_name(out.stem + ".q.onnx"), mapping_sidecar(out)
     for path in (out, qdq_out, map_out):  # before the minutes of work, not after
         check_writable(path)

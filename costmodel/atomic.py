@@ -15,6 +15,7 @@ import errno
 import io
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,21 +81,37 @@ def same_file(a: str | Path, b: str | Path) -> bool:
     return Path(a).exists() and Path(a).resolve() == Path(b).resolve()
 
 
+def _resolved(path: str | Path) -> str:
+    """``path`` with its links followed; a symlink loop as it stands (reading it fails later, as it should)."""
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError):
+        return os.path.abspath(path)
+
+
 def refuse_overwriting(out: str | Path, *inputs: str | Path | None) -> None:
     """An output path that names one of the command's inputs (or another of its outputs, such as a
     database the command creates) would destroy it: UserError."""
     for src in inputs:
-        if src is not None and Path(src).resolve() == Path(out).resolve():
+        if src is not None and _resolved(src) == _resolved(out):
             raise UserError(f"{out}: is also an input of this command; choose another output path")
 
 
-def _special(path: Path) -> bool:
-    """``path`` exists and is not a regular file or a folder (a device, a FIFO, a socket)."""
+def is_special(path: str | Path) -> bool:
+    """``path`` (links followed) exists and is not a regular file or a folder (a device, a FIFO, a
+    socket), or names a process's open file (``/dev/stdout``, ``/proc/self/fd/1``: even when that is
+    a regular file, replacing it would cut the process off from what it writes)."""
+    path = Path(path)
+    if str(path).startswith(("/dev/", "/proc/")):
+        return path.exists()
     try:
         mode = path.stat().st_mode
-    except OSError:
+    except (OSError, RuntimeError):
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+_special = is_special
 
 
 @contextlib.contextmanager
@@ -103,15 +120,38 @@ def _in_place(path: Path, mode: str, **kwargs: Any) -> Iterator[IO[Any]]:
     buf: IO[Any] = io.BytesIO() if "b" in mode else io.StringIO()
     yield buf
     try:
-        with open(path, mode, **kwargs) as fh:
-            fh.write(buf.getvalue())
+        fd = _own_descriptor(path)
+        if fd is None:
+            with open(path, mode, **kwargs) as fh:
+                fh.write(buf.getvalue())
+            return
+        data = buf.getvalue()
+        data = data if isinstance(data, bytes) else data.encode(kwargs.get("encoding") or "utf-8")
+        for stream in (sys.stdout, sys.stderr):  # (what the process printed first stays first)
+            with contextlib.suppress(Exception):
+                stream.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
     except OSError as exc:
         raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor ``/dev/stdout``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names: written through,
+    not reopened (a reopened file starts at 0 and is truncated, under what the process wrote)."""
+    text = str(path)
+    for prefix in ("/dev/fd/", "/proc/self/fd/", f"/proc/{os.getpid()}/fd/"):
+        if text.startswith(prefix) and text[len(prefix):].isdigit():
+            return int(text[len(prefix):])
+    return {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)
+
+
 def _target(path: str | Path) -> Path:
-    """The file a write to ``path`` replaces: a symlink's target, not the link."""
-    return Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
+    """The file a write to ``path`` replaces: a symlink's target, not the link (a special file is
+    opened by the name given: see :func:`is_special`)."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() and not is_special(path) else path
 
 
 @contextlib.contextmanager
@@ -141,20 +181,20 @@ def atomic_write_all(files: dict[Path, bytes]) -> None:
         for path, data in files.items():
             target = _target(path)
             if _special(target):
-                continue  # (written in place below)
+                continue  # (written in place, before any rename: a failure there leaves the old set)
             fd, tmp = _temp_beside(target)
             temps.append((tmp, target))
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
+        for path, data in files.items():
+            if _special(_target(path)):
+                atomic_write_bytes(path, data)
         for tmp, target in temps:
             os.replace(tmp, target)
     except BaseException:
         for tmp, _ in temps:
             Path(tmp).unlink(missing_ok=True)
         raise
-    for path, data in files.items():
-        if _special(_target(path)):
-            atomic_write_bytes(path, data)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

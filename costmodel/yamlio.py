@@ -159,7 +159,7 @@ class _Converter:
             return _CONSTRUCTOR.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
             raise self.fail(node, path, f"unsupported YAML value or tag {node.tag!r} ({exc.problem})") from None
-        except (ValueError, KeyError, AttributeError, TypeError):  # an explicit tag on a value it cannot read
+        except (ValueError, LookupError, AttributeError, TypeError):  # an explicit tag on a value it cannot read
             raise self.fail(node, path, f"{node.value!r} is not a valid {node.tag.rsplit(':', 1)[-1]}") from None
 
 

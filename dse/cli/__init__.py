@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 from typing import Any
 
 import typer
@@ -54,15 +53,13 @@ def _on_sigterm(_signum: int, _frame: Any) -> None:
 def _kill_workers() -> None:
     solve = sys.modules.get("dse.network.solve")
     if solve is not None:
-        # the pool's manager thread then fails futures already cancelled (InvalidStateError, a
-        # Python 3.11 race of no consequence to a process that is ending): keep that off the screen
-        threading.excepthook = lambda _args: None
         solve.kill_workers()
 
 
 def main() -> None:
     """Console-script entry point."""
-    signal.signal(signal.SIGTERM, _on_sigterm)  # (`dse sweep` sets its own while it runs)
+    _TERMINATED.clear()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)  # (`dse sweep` sets its own while it runs)
     try:
         app()
     except UserError as exc:
@@ -77,5 +74,5 @@ def main() -> None:
             print("terminated (SIGTERM); finished work is kept, nothing half-written", file=sys.stderr)
             sys.exit(128 + signal.SIGTERM)
         raise
-    finally:  # the work is done: a SIGTERM during the exit's own cleanup just ends the process
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    finally:  # the work is done: a SIGTERM during the exit's own cleanup is the caller's again
+        signal.signal(signal.SIGTERM, previous)

@@ -36,6 +36,11 @@ def sweep(
             res = run_study(study_file, trials=trials, workers=workers, storage=storage, out=output,
                             progress=not no_progress, dask=dask)
     except Interrupted as exc:
+        import sys
+
+        solve = sys.modules.get("dse.network.solve")
+        if solve is not None:  # (its workers were stopped by the signal: let the pool go, unjoined)
+            solve.drop_pool()
         typer.echo(f"interrupted ({exc}): finished trials are kept; run the same `dse sweep` to resume",
                    err=True)
         raise typer.Exit(130) from None

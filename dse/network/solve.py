@@ -13,6 +13,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -84,10 +85,13 @@ def shutdown_pool() -> None:
 
 
 def kill_workers() -> None:
-    """SIGTERM to the kept workers, mid-search, for a process that is ending on SIGTERM (a `kill` of
+    """SIGTERM to the kept workers, mid-search, for a process that is ending on a signal (a `kill` of
     it reaches none of them, unlike Ctrl-C). Takes no lock, so a signal handler may call it: it may
-    have interrupted the pool's own ``submit``, which holds the pool's lock."""
+    have interrupted the pool's own ``submit``, which holds the pool's lock. The pool's manager
+    thread then fails futures already cancelled (InvalidStateError, a Python 3.11 race of no
+    consequence to a process that is ending): that is kept off the screen."""
     if _POOL is not None:
+        threading.excepthook = lambda _args: None
         for proc in list(getattr(_POOL[1], "_processes", {}).values()):  # (the executor keeps no public list)
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 proc.terminate()

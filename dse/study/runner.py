@@ -76,6 +76,9 @@ class Interrupted(BaseException):
 @contextmanager
 def interruptible() -> Iterator[None]:
     def stop(signum: int, _frame: Any) -> None:
+        solve = sys.modules.get("dse.network.solve")
+        if solve is not None:  # a trial's search workers: `kill PID` does not reach them
+            solve.kill_workers()
         raise Interrupted(signal.Signals(signum).name)
 
     if threading.current_thread() is not threading.main_thread():

@@ -91,3 +91,29 @@ def test_files_that_belong_together_are_replaced_together(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "m.axb"]
     atomic_write_all({tmp_path / "m.axb": b"new", tmp_path / "m.map.json": b"{}"})
     assert (tmp_path / "m.axb").read_bytes() == b"new" and (tmp_path / "m.map.json").read_bytes() == b"{}"
+
+
+def test_a_process_file_is_written_in_place(tmp_path: Path) -> None:
+    """`--json /dev/stdout` with stdout a pipe (or a file the shell redirected to): /proc/self/fd/N
+    is a link to it; following it to a path and renaming there failed (a pipe) or replaced the
+    shell's file (cutting the process off from it). It is written through the descriptor."""
+    r, w = os.pipe()
+    try:
+        atomic_write_text(f"/proc/self/fd/{w}", "through the pipe")
+        assert os.read(r, 100) == b"through the pipe"
+    finally:
+        os.close(r)
+        os.close(w)
+    out = tmp_path / "redirected.txt"
+    with open(out, "w") as fh:
+        fh.write("before\n")
+        fh.flush()
+        atomic_write_text(f"/proc/self/fd/{fh.fileno()}", "json\n")
+        fh.write("after\n")
+    assert out.read_text() == "before\njson\nafter\n"  # (through the descriptor: nothing overwritten)
+
+
+def test_an_input_that_is_a_symlink_loop_is_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    refuse_overwriting(tmp_path / "out.txt", tmp_path / "a")  # (reading it fails later, with its own message)

@@ -85,6 +85,7 @@ def test_merge_keys_follow_yaml(tmp_path):
     ("a: 1\n1: x\n1.0: y\n", 3, "1.0: duplicate key (first given on line 2)"),  # 1 and 1.0 are one key
     ("word_bits: !!int eight\n", 1, "word_bits: 'eight' is not a valid int"),
     ("t: !!timestamp foo\n", 1, "t: 'foo' is not a valid timestamp"),
+    ("a: !!int\n", 1, "a: '' is not a valid int"),
     ("b1: &b1 {x: 1}\nb2: &b2 {x: 2}\nc:\n  <<: *b1\n  <<: *b2\n", 5, "c: duplicate key '<<' (first given on line 4)"),
 ])
 def test_yaml_beyond_plain_data_is_one_line(tmp_path, text, line, message):
