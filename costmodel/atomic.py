@@ -61,7 +61,7 @@ def check_writable(path: str | Path) -> None:
     """Fails now, not after a long computation, if ``path`` cannot be written (UserError). Leaves no
     trace: the folders it had to create for the probe are removed again."""
     path = _target(path)
-    if _special(path):  # (written in place: see the module docstring)
+    if is_special(path):  # (written in place: see the module docstring)
         if not os.access(path, os.W_OK):
             raise UserError(f"{path}: cannot write (permission denied)")
         return
@@ -78,7 +78,7 @@ def check_writable(path: str | Path) -> None:
 
 def same_file(a: str | Path, b: str | Path) -> bool:
     """``a`` exists and ``b`` names the same file (another spelling of the path included)."""
-    return Path(a).exists() and Path(a).resolve() == Path(b).resolve()
+    return Path(a).exists() and _resolved(a) == _resolved(b)
 
 
 def _resolved(path: str | Path) -> str:
@@ -109,9 +109,6 @@ def is_special(path: str | Path) -> bool:
     except (OSError, RuntimeError):
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-_special = is_special
 
 
 @contextlib.contextmanager
@@ -158,7 +155,7 @@ def _target(path: str | Path) -> Path:
 def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """``open(path, mode)`` whose content appears at ``path`` only when the block succeeds."""
     path = _target(path)
-    if _special(path):
+    if is_special(path):
         with _in_place(path, mode, **kwargs) as fh:
             yield fh
         return
@@ -176,19 +173,19 @@ def atomic_write_all(files: dict[Path, bytes]) -> None:
     """Files that belong together (a binary and its sidecars): all are written to temp files first,
     then renamed into place one after the other, so an interrupted command leaves the old set or the
     new one (the renames take microseconds), not one new file beside old ones."""
+    targets = {_target(path): data for path, data in files.items()}
+    special = {target for target in targets if is_special(target)}
     temps: list[tuple[str, Path]] = []
     try:
-        for path, data in files.items():
-            target = _target(path)
-            if _special(target):
+        for target, data in targets.items():
+            if target in special:
                 continue  # (written in place, before any rename: a failure there leaves the old set)
             fd, tmp = _temp_beside(target)
             temps.append((tmp, target))
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-        for path, data in files.items():
-            if _special(_target(path)):
-                atomic_write_bytes(path, data)
+        for target in special:
+            atomic_write_bytes(target, targets[target])
         for tmp, target in temps:
             os.replace(tmp, target)
     except BaseException:

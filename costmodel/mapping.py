@@ -17,7 +17,6 @@ Tensors are kept where the level ``holds`` them and the mapping does not ``bypas
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.padding import check_padding, padded_problem, padding_hint
 from costmodel.problem import Problem, as_int
-from costmodel.yamlio import format_path
+from costmodel.yamlio import did_you_mean, format_path
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
@@ -97,8 +96,7 @@ _LEVEL_FIELDS = ("level", "temporal", "order", "spatial_x", "spatial_y", "bypass
 def _hint(extra: set[Any], allowed: Sequence[str]) -> str:
     """``s ['x']; did you mean 'y'?`` / ``s ['x'] (expected a, b)`` after "unknown field"."""
     names = sorted(map(str, extra))
-    close = difflib.get_close_matches(names[0], allowed, n=1) if len(names) == 1 else []
-    tail = f"; did you mean '{close[0]}'?" if close else f" (expected {', '.join(allowed)})"
+    tail = (did_you_mean(names[0], allowed) if len(names) == 1 else "") or f" (expected {', '.join(allowed)})"
     return f"{'s' if len(names) > 1 else ''} {names}{tail}"
 
 
@@ -234,8 +232,7 @@ class Mapping:
                 if not isinstance(e, dict):
                     raise UserError(f"{at('levels', i)}: expected a mapping, got {e!r}")
                 if n not in level_names:
-                    close = difflib.get_close_matches(str(n), level_names, n=1)
-                    hint = f"; did you mean '{close[0]}'?" if close and n is not None else ""
+                    hint = did_you_mean(n, level_names) if n is not None else ""
                     raise UserError(f"{at('levels', i, 'level')}: expected one of {level_names}, got {n!r}{hint}")
                 if n in names[:i]:
                     raise UserError(f"{at('levels', i, 'level')}: {n!r} is listed twice")

@@ -210,11 +210,12 @@ def load_data(path: str | Path) -> tuple[Any, LineMap | None]:
         return load_yaml(p)
     shown = _display(p)
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(pairs)
-        if len(out) < len(pairs):  # JSON leaves duplicates undefined; Python would keep the last silently
-            dup = next(k for i, (k, _) in enumerate(pairs) if any(k == k2 for k2, _ in pairs[:i]))
-            raise UserError(f"{shown}: duplicate key {dup!r} in a JSON object")
-        return out
+        seen: set[str] = set()
+        for key, _ in pairs:  # JSON leaves duplicates undefined; Python would keep the last silently
+            if key in seen:
+                raise UserError(f"{shown}: duplicate key {key!r} in a JSON object")
+            seen.add(key)
+        return dict(pairs)
 
     try:
         return json.loads(read_text(p, shown), object_pairs_hook=unique), None
@@ -288,6 +289,12 @@ def _data_path(loc: Sequence[str | int], data: Any) -> PathKey:
     return tuple(out)
 
 
+def did_you_mean(word: Any, allowed: Sequence[str]) -> str:
+    """``; did you mean 'x'?`` for the closest of ``allowed``, or nothing."""
+    close = difflib.get_close_matches(str(word), allowed, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def _resolves(path: PathKey, data: Any) -> bool:
     """Every part of ``path`` names a key or index of ``data``."""
     cur = data
@@ -326,9 +333,8 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
         msg = "required field is missing"
     elif kind == "extra_forbidden":
         allowed = _expected_keys(model, loc) if model is not None else []
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        listed = f" (expected one of: {', '.join(allowed)})" if allowed and not close else ""
+        hint = did_you_mean(loc[-1], allowed)
+        listed = f" (expected one of: {', '.join(allowed)})" if allowed and not hint else ""
         msg = f"unknown field '{loc[-1]}'{hint}{listed}"
     elif kind in _PLAIN:
         msg = f"expected {_PLAIN[kind]}, got {got}"
