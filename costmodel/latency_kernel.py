@@ -112,7 +112,8 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     wsum = np.zeros(BLOCK, np.int64)
     copies = np.ones(BLOCK, np.int64)
     walking = np.zeros(BLOCK, np.bool_)
-    cyc = np.zeros(BLOCK)
+    at_copies = np.ones(BLOCK, np.int64)  # the copies and parent port of the level a tile comes from
+    at_port = np.ones(BLOCK)
     v_last = np.zeros(BLOCK)
     for b0 in range(lo, hi, BLOCK):
         nb = min(BLOCK, hi - b0)
@@ -177,11 +178,11 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                     out = is_out[ti]
                     child_bw = read_bw[lv] if out else write_bw[lv]
                     for j in range(unb):
-                        cyc[j] = float(words[lv, ti, ub + j]) / child_bw
                         copies[j] = 1
                         walking[j] = True
                     # up to the nearest level keeping the tensor (level 0 keeps all): the
-                    # parent's port moves the distinct words of the busy children's tiles
+                    # parent's port moves the distinct words of the busy children's tiles (the
+                    # copies and port of that level are picked, then divided once)
                     for m in range(lv - 1, -1, -1):
                         parent_bw = write_bw[m] if out else read_bw[m]
                         for d in range(n_d):
@@ -190,14 +191,16 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                                     copies[j] *= spx[m, d, ub + j] * spy[m, d, ub + j]
                         for j in range(unb):
                             hit = walking[j] and (m == 0 or keep[m, ti, ub + j])
-                            parent = float(words[lv, ti, ub + j]) * copies[j] / (busy[m, j] * parent_bw)
-                            cyc[j] = max(cyc[j], parent) if hit else cyc[j]
+                            at_copies[j] = copies[j] if hit else at_copies[j]
+                            at_port[j] = busy[m, j] * parent_bw if hit else at_port[j]
                             walking[j] = walking[j] and not hit
                     for j in range(unb):
+                        w = float(words[lv, ti, ub + j])
+                        cyc = max(w / child_bw, w * at_copies[j] / at_port[j])
                         if out:
-                            drain[ub + j] += cyc[j]
+                            drain[ub + j] += cyc
                         else:
-                            fill[ub + j] += cyc[j]
+                            fill[ub + j] += cyc
             for j in range(unb):
                 inside, rd_port, wr_port = 0, 0, 0  # double-buffered levels inside / above a tile
                 for m in range(n_lv):

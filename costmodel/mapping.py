@@ -333,12 +333,22 @@ def batch_last(a: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
     return out.transpose(nd - 1, *range(nd - 1))
 
 
+FACTOR_DTYPE, ORDER_DTYPE = np.int32, np.int8
+"""The dtypes of a MappingBatch's factor and order arrays. Why not int64: the count kernel streams
+the batch from memory, and a third of the bytes took 7-10 % off a whole evaluation
+(10^5 mappings, docs/costmodel.md, session 23). Every factor divides a dim of at most
+``costmodel.problem.MAX_DIM`` and every rank is below the number of dims (at most
+``costmodel.problem.MAX_DIMS``), so they fit; the kernels and numpy's reductions compute in int64."""
+
+
 @dataclass
 class MappingBatch:
     """B mappings of one problem on one architecture as arrays (dims in ``problem.dim_names`` order,
     tensors in ``problem.tensors`` order): factors ``temporal``/``spatial_x``/``spatial_y`` [B, L, D],
     ``order`` [B, L, D] (rank of each dim in its level's loop order, 0 = outermost; a permutation
-    of 0..D-1 per level), ``keep`` [B, L, T] (level 0 is treated as keeping everything)."""
+    of 0..D-1 per level), ``keep`` [B, L, T] (level 0 is treated as keeping everything). Factors are
+    held as :data:`FACTOR_DTYPE` and orders as ``ORDER_DTYPE`` (other integer arrays are converted,
+    never truncated)."""
 
     temporal: np.ndarray
     spatial_x: np.ndarray
@@ -347,12 +357,17 @@ class MappingBatch:
     keep: np.ndarray
 
     def __post_init__(self) -> None:
-        for name in ("temporal", "spatial_x", "spatial_y", "order"):
+        for name, dtype in (("temporal", FACTOR_DTYPE), ("spatial_x", FACTOR_DTYPE), ("spatial_y", FACTOR_DTYPE),
+                            ("order", ORDER_DTYPE)):
             a = np.asarray(getattr(self, name))
             if a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.array_equal(a, np.round(a))):
                 raise ValueError(f"MappingBatch.{name}: expected integers, got dtype {a.dtype}"
                                  + (" with fractions" if a.dtype.kind == "f" else ""))
-            setattr(self, name, a.astype(np.int64, copy=False))
+            lim = np.iinfo(dtype)
+            if a.dtype != dtype and a.size and not (lim.min <= a.min() and a.max() <= lim.max):
+                raise ValueError(f"MappingBatch.{name}: values {a.min()}..{a.max()} do not fit {lim.dtype} "
+                                 f"(at most {lim.max:,})")
+            setattr(self, name, a.astype(dtype, copy=False))
         self.keep = np.asarray(self.keep, dtype=bool)
         shape = self.temporal.shape
         if any(a.shape != shape for a in (self.spatial_x, self.spatial_y, self.order)):
@@ -371,8 +386,8 @@ class MappingBatch:
         # filled as contiguous [L, X, B] and handed over as [B, L, X] views: batch-last is the layout
         # the cost model's numpy stages (latency, energy) read fastest; the counting kernel reads
         # either (10^5 mappings on tpu_like: 2.7 vs 3.1 us each in all, 4 December 2026)
-        tem = np.ones((n_lv, len(dims), b), np.int64)
-        sx, sy, order = tem.copy(), tem.copy(), np.zeros_like(tem)
+        tem = np.ones((n_lv, len(dims), b), FACTOR_DTYPE)
+        sx, sy, order = tem.copy(), tem.copy(), np.zeros_like(tem, ORDER_DTYPE)
         keep = np.zeros((n_lv, len(tensors), b), bool)
         for i, m in enumerate(mappings):
             if len(m.levels) != n_lv:

@@ -28,6 +28,14 @@ MAX_COUNT = 2**48
 """Most MACs, and most elements of one tensor, in a layer: the cost model counts accesses exactly in
 int64, and counts times tile sizes and word widths must stay below 2**63."""
 
+MAX_DIM = 2**31 - 1
+"""Largest size of one dimension (padded or not): a MappingBatch holds loop factors as int32
+(``costmodel.mapping.FACTOR_DTYPE``, half the memory the count kernel streams)."""
+
+MAX_DIMS = 32
+"""Most dimensions of a layer: a MappingBatch holds loop ranks as int8, and the mapspace marks a
+level's active dims as bits of one int64."""
+
 
 Term = tuple[int, str]
 """``(coefficient, dimension)``: one addend of an affine index expression."""
@@ -72,6 +80,9 @@ class Problem:
         object.__setattr__(self, "dims", tuple((d, int(n)) for d, n in self.dims))  # (numpy ints: plain ints)
         if not names:
             raise UserError(f"problem {self.kind}: no dimensions")
+        if len(names) > MAX_DIMS:
+            raise UserError(f"problem {self.kind}: {len(names)} dimensions, more than the {MAX_DIMS} the cost model "
+                            "holds")
         # the configs hold tensors by these roles (a level's `holds`), and so does the cost model
         roles = sorted(t.name for t in self.tensors)
         outputs = [t.name for t in self.tensors if t.is_output]
@@ -92,6 +103,10 @@ class Problem:
             if count > MAX_COUNT:
                 raise UserError(f"problem {self.describe()}: {count:,} {what} exceed 2**48, the limit that "
                                 "keeps the cost model's exact counts inside int64")
+        for d, n in self.dims:
+            if n > MAX_DIM:
+                raise UserError(f"problem {self.describe()}: dimension {d} = {n:,} exceeds {MAX_DIM:,} (2**31 - 1), "
+                                "the largest loop bound the cost model holds")
 
     # ---- sizes ---------------------------------------------------------------------------------
     @property

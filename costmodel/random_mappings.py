@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from costmodel.mapping import MappingBatch, batch_last
+from costmodel.mapping import FACTOR_DTYPE, ORDER_DTYPE, MappingBatch, batch_last
 from costmodel.problem import Problem, as_int, expect_problem
 from costmodel.tiles import tile_words
 
@@ -47,13 +47,13 @@ def _candidates(problem: Problem, arch: Architecture, n: int, rng: np.random.Gen
         weight[3 * li + 1] = 1.5 if lv.fanout_x > 1 else 0.0
         weight[3 * li + 2] = 1.5 if lv.fanout_y > 1 else 0.0
     weight /= weight.sum()
-    slots = np.ones((n, 3 * n_lv, n_d), np.int64)
+    slots = np.ones((n, 3 * n_lv, n_d), FACTOR_DTYPE)
     rows = np.arange(n)
     for di, (_, size) in enumerate(problem.dims):
         for p in prime_factors(size):
             s = rng.choice(3 * n_lv, size=n, p=weight)
             slots[rows, s, di] *= p
-    order = np.argsort(np.argsort(rng.random((n, n_lv, n_d)), axis=2), axis=2)
+    order = np.argsort(np.argsort(rng.random((n, n_lv, n_d)), axis=2), axis=2).astype(ORDER_DTYPE)
     holds = np.array([[t.name in lv.holds for t in problem.tensors] for lv in levels])
     keep = holds[None] & (rng.random((n, n_lv, len(problem.tensors))) >= bypass_p)
     keep[:, 0, :] = True

@@ -53,6 +53,7 @@ import numpy as np
 from numba import njit
 
 from costmodel.energy import PJ_PER_MW_S, level_vectors
+from costmodel.mapping import ORDER_DTYPE
 from dse.mapspace.orders import SLIDE
 
 if TYPE_CHECKING:
@@ -327,6 +328,6 @@ def stationary_ranks(ms: Mapspace) -> dict[int, np.ndarray]:
         if SLIDE in roles:
             continue
         first = [d for d, r in enumerate(roles) if r != IRR] + [d for d, r in enumerate(roles) if r == IRR]
-        ranks = np.argsort(np.array(first))
+        ranks = np.argsort(np.array(first)).astype(ORDER_DTYPE)
         out[ti] = np.repeat(ranks[None, :], ms.n_levels, axis=0)
     return out

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from costmodel.evaluate import evaluate_batch
-from costmodel.mapping import MappingBatch, batch_last
+from costmodel.mapping import ORDER_DTYPE, MappingBatch, batch_last
 from dse.mappers.seen import SeenTable, hashes
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class Genomes:
     keys at every evaluation."""
 
     def __init__(self, rows: np.ndarray, ranks: np.ndarray, keep: np.ndarray) -> None:
-        self.rows, self.ranks, self.keep = rows, ranks, keep
+        self.rows, self.ranks, self.keep = rows, ranks.astype(ORDER_DTYPE, copy=False), keep  # (ranks < D)
 
     def __len__(self) -> int:
         return len(self.rows)

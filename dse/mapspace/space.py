@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from costmodel.errors import UserError
-from costmodel.mapping import MappingBatch
+from costmodel.mapping import FACTOR_DTYPE, ORDER_DTYPE, MappingBatch
 from costmodel.problem import Problem
 from costmodel.tiles import tile_words
 from dse.mapspace import constraints as cons
@@ -237,7 +237,7 @@ class Mapspace:
         the product of temporal factors, the steps, is that of every tiling of the unrolling)."""
         combos = self._spatial_combos if which is None else self._spatial_combos[which]
         m = len(combos)
-        sx = np.ones((m, self.n_levels, len(self.dims)), dtype=np.int64)
+        sx = np.ones((m, self.n_levels, len(self.dims)), dtype=FACTOR_DTYPE)
         sy = sx.copy()
         fan = [sx if k == 1 else sy for _, k, _ in self.fanouts]
         for di, t in enumerate(self.tables):
@@ -281,9 +281,9 @@ class Mapspace:
         ``batch_last``, as views of contiguous [L, D, C] arrays (the layout the cost model reads fastest)."""
         c, shape = len(rows), (self.n_levels, len(self.dims))
         if batch_last:
-            out = np.ones((3, *shape, c), dtype=np.int64).transpose(0, 3, 1, 2)
+            out = np.ones((3, *shape, c), dtype=FACTOR_DTYPE).transpose(0, 3, 1, 2)
         else:
-            out = np.ones((3, c, *shape), dtype=np.int64)
+            out = np.ones((3, c, *shape), dtype=FACTOR_DTYPE)
         kernels.decode_into(out, rows, self._table_arrays, self._slot_level, self._slot_kind, self._fixed)
         return out[0], out[1], out[2]
 
@@ -366,7 +366,7 @@ class Mapspace:
 
     def _order_combo(self, per_level: list[np.ndarray], radix: list[int], o: np.ndarray) -> np.ndarray:
         """Ranks [len(o), L, D] of order combinations number ``o`` (one class per level)."""
-        out = np.empty((len(o), self.n_levels, len(self.dims)), dtype=np.int64)
+        out = np.empty((len(o), self.n_levels, len(self.dims)), dtype=ORDER_DTYPE)
         rest = o.copy()
         for li in reversed(range(self.n_levels)):
             rest, digit = np.divmod(rest, radix[li])

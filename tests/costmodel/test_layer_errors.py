@@ -6,11 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from costmodel.errors import UserError
-from costmodel.problem import MAX_COUNT, conv1d, conv2d, matmul
+from costmodel.mapping import FACTOR_DTYPE, MappingBatch
+from costmodel.problem import MAX_COUNT, MAX_DIM, conv1d, conv2d, matmul
 from costmodel.problem_io import load_problem, save_problem
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +35,7 @@ CASES = {
     "m=k=n=2**40": (f"kind: matmul\nm: {2**40}\nk: {2**40}\nn: {2**40}\n", ["MACs exceed 2**48", "int64"]),
     "huge stride": (f"kind: conv2d\nc_in: 4\nc_out: 4\nh: {2**60}\nw: {2**60}\nkernel: 1\nstride: {2**59}\n",
                     ["elements of tensor I exceed 2**48"]),
+    "m 2**31": (f"kind: matmul\nm: {2**31}\nk: 1\nn: 1\n", ["dimension M = 2,147,483,648 exceeds 2,147,483,647"]),
     "m 0": ("kind: matmul\nm: 0\nk: 32\nn: 48\n", ["bad_layer.yaml:2: ", "field 'm'", "got 0"]),
     "m true": ("kind: matmul\nm: true\nk: 32\nn: 48\n", ["field 'm'", "got True"]),
     "groups 0": (CONV + "groups: 0\n", ["field 'groups'", "positive integer"]),
@@ -98,6 +101,10 @@ EINSUM_CASES = {
     "tensor twice": (lambda d: d["tensors"][1].update(name="I"), "got I, I, O (output)"),
     "no output": (lambda d: d["tensors"][2].update(is_output=False), "got I, W, O"),
     "no dims": (lambda d: d.update(dims={}, tensors=[]), "no dimensions"),
+    # ranks are int8 in a MappingBatch: 33 dims (M plus 32 of size 1 that W uses) are refused
+    "33 dims": (lambda d: (d["dims"].update({f"X{i}": 1 for i in range(29)}),
+                           d["tensors"][1]["axes"].extend([[1, f"X{i}"]] for i in range(29))),
+                "33 dimensions, more than the 32"),
 }
 
 
@@ -127,6 +134,25 @@ def test_constructors_check_their_own_names():
         conv1d(8, 8, True)
     with pytest.raises(UserError, match="field 'padding'"):
         conv1d(8, 8, 8, padding=(1, 1, 1, 1))
+
+
+def test_dim_limit_is_inclusive_and_fits_a_batch():
+    """The largest dim loads, and its factors fit the batch's int32 arrays exactly."""
+    p = matmul(MAX_DIM, 1, 1)
+    assert np.iinfo(FACTOR_DTYPE).max == MAX_DIM
+    m = p.dim_names.index("M")
+    tem = np.ones((1, 1, 4), np.int64)
+    tem[0, 0, m] = MAX_DIM
+    batch = MappingBatch(tem, np.ones_like(tem), np.ones_like(tem), np.arange(4)[None, None], np.ones((1, 1, 3), bool))
+    assert batch.temporal.dtype == FACTOR_DTYPE and int(batch.temporal[0, 0, m]) == p.sizes["M"]
+    tem[0, 0, m] = MAX_DIM + 1
+    with pytest.raises(ValueError, match="do not fit int32"):
+        MappingBatch(tem, np.ones_like(tem), np.ones_like(tem), np.arange(4)[None, None], np.ones((1, 1, 3), bool))
+    with pytest.raises(ValueError, match="order: values 0..200 do not fit int8"):
+        MappingBatch(np.ones_like(tem), np.ones_like(tem), np.ones_like(tem), np.array([[[0, 1, 2, 200]]]),
+                     np.ones((1, 1, 3), bool))
+    with pytest.raises(UserError, match="exceeds 2,147,483,647"):
+        matmul(MAX_DIM + 1, 1, 1)
 
 
 def test_mac_limit_is_inclusive():
