@@ -146,7 +146,10 @@ def _own_descriptor(path: Path) -> int | None:
 
 def _target(path: str | Path) -> Path:
     """The file a write to ``path`` replaces: a symlink's target, not the link (a special file is
-    opened by the name given: see :func:`is_special`)."""
+    opened by the name given: see :func:`is_special`). ``-`` is refused: a command that means
+    stdout by it handles it before (``dse map --json -``), and a file named ``-`` would surprise."""
+    if str(path) == "-":
+        raise UserError("-: not a file name for this output; give a path (standard output is /dev/stdout)")
     path = Path(path)
     return Path(os.path.realpath(path)) if path.is_symlink() and not is_special(path) else path
 

@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, _SEED] = 0,
         max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
         victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
-        workers: Annotated[int | None, typer.Option("--workers", min=1, help="Worker processes (default: all cores).")] = None,
+        workers: Annotated[int | None, typer.Option("--workers", min=1, help="Worker processes (default and at most: one per core).")] = None,
         db: Annotated[Path | None, typer.Option("--db", help="Mapping database file (default: the user cache).")] = None,
         no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
         json_out: Annotated[Path | None, typer.Option(

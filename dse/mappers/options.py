@@ -101,7 +101,8 @@ def check_options(mapper: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_workers(workers: Any) -> int | None:
-    """``workers`` for :func:`dse.network.map_model`: None (one per core) or a positive int."""
+    """``workers`` for :func:`dse.network.map_model`: None (one per core) or a positive int (more than
+    the cores count as one per core)."""
     if workers is None:
         return None
     if as_int(workers) is None or workers < 1:

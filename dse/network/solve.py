@@ -121,7 +121,9 @@ def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None
     inputs give the same message; with several workers that means waiting for the bigger searches
     before it (their answers are kept), not stopping at the first failure to arrive."""
     order = sorted(searches, key=lambda s: -s.problem.macs)
-    workers = workers or default_workers()
+    # at most one per core: more only multiply the memory (each worker holds numpy and the kernels),
+    # never the speed of CPU-bound searches (`--workers 10000` started a process per layer)
+    workers = min(workers or default_workers(), default_workers())
     out: dict[str, Stored] = {}
     if not order:
         return out

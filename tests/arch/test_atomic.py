@@ -117,3 +117,12 @@ def test_an_input_that_is_a_symlink_loop_is_not_a_traceback(tmp_path: Path) -> N
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
     refuse_overwriting(tmp_path / "out.txt", tmp_path / "a")  # (reading it fails later, with its own message)
+
+
+def test_a_dash_is_not_a_file_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-o -` wrote a file named '-' where a user expects stdout (as `dse map --json -` means)."""
+    monkeypatch.chdir(tmp_path)
+    for write in (check_writable, lambda p: atomic_write_text(p, "x"), lambda p: atomic_write_all({Path(p): b"x"})):
+        with pytest.raises(UserError, match="standard output is /dev/stdout"):
+            write("-")
+    assert not (tmp_path / "-").exists()

@@ -114,3 +114,11 @@ def test_a_layer_without_valid_mapping_is_named(tmp_path) -> None:
     small = load_hw(tmp_path / "small.yaml")
     with pytest.raises(UserError, match=r"layer (conv_a|mm).*level rf needs at least \d+ words"):
         map_model(workload(), small, db=False, workers=1, progress=False, **FAST)
+
+
+def test_workers_beyond_the_cores_count_as_one_per_core(tiny, monkeypatch) -> None:
+    """`--workers 10000` started a process per layer; on one core now no pool is started at all."""
+    solve_mod.shutdown_pool()
+    monkeypatch.setattr(solve_mod, "default_workers", lambda: 1)
+    res = map_model(workload(), tiny, db=False, workers=10_000, progress=False, seed=3, **FAST)
+    assert solve_mod._POOL is None and res.searched == 2
