@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.frontend.constfold import refuse_unsupported
+from compiler.frontend.reading import symbolic_input_dims
 from costmodel.errors import UserError
 
 WEIGHT_MAX = 64
@@ -172,6 +173,8 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
     if not model.graph.node:  # an empty file parses as an empty model; onnxruntime then fails obscurely
         raise UserError(f"{src}: the ONNX model has no graph nodes (an empty or truncated file?)")
     refuse_unsupported(model, src)
+    if fixed := symbolic_input_dims(model):  # (as the importer says it: `dse map` and `dse compile` alike)
+        warnings.warn(f"{src}: symbolic input dims fixed to 1: {', '.join(fixed)}", UserWarning, stacklevel=2)
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
     os.close(fd)
     try:

@@ -158,12 +158,22 @@ def weight_inputs(graph: Any) -> list[str]:
             if i.name not in initialized and slots.get(i.name) and all(slots[i.name])]
 
 
+def _symbolic(dim: Any) -> bool:
+    return not dim.HasField("dim_value") or dim.dim_value < 0
+
+
+def symbolic_input_dims(model: Any) -> list[str]:
+    """The data inputs' dims without a static size, as ``name[k]=param`` (what the tools fix to 1)."""
+    initialized = {t.name for t in model.graph.initializer}
+    return [f"{inp.name}[{k}]={dim.dim_param or '?'}" for inp in model.graph.input if inp.name not in initialized
+            for k, dim in enumerate(inp.type.tensor_type.shape.dim) if _symbolic(dim)]
+
+
 def fix_input_dims(model: Any, path: Path, shapes: dict[str, tuple[int, ...]] | None = None) -> list[str]:
     """Give every data input a static shape: ``shapes[name]`` if given, else symbolic dims become 1
     (with a warning). Returns the dims that were fixed."""
     initialized = {t.name for t in model.graph.initializer}
     shapes = dict(shapes or {})
-    fixed: list[str] = []
     for inp in model.graph.input:
         if inp.name in initialized:
             continue
@@ -175,9 +185,12 @@ def fix_input_dims(model: Any, path: Path, shapes: dict[str, tuple[int, ...]] | 
         if not inp.type.HasField("tensor_type") or not tt.HasField("shape"):
             raise UserError(f"{path}: graph input {inp.name!r} has no shape, so layer shapes cannot be inferred "
                             f"(export the model with a static input shape)")
-        for k, dim in enumerate(tt.shape.dim):
-            if not dim.HasField("dim_value") or dim.dim_value < 0:
-                fixed.append(f"{inp.name}[{k}]={dim.dim_param or '?'}")
+    fixed = symbolic_input_dims(model)
+    for inp in model.graph.input:
+        if inp.name in initialized:
+            continue
+        for dim in inp.type.tensor_type.shape.dim:
+            if _symbolic(dim):
                 dim.Clear()
                 dim.dim_value = 1
     if shapes:

@@ -54,3 +54,12 @@ def test_exporter_default_graph_name_gives_way_to_the_file_name(tmp_path: Path, 
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
     path = save(tmp_path / "kws.onnx", [node], [("x", FLOAT, [1, 4])], [("y", FLOAT, None)], graph_name=graph_name)
     assert import_onnx(path).name == expected
+
+
+def test_compile_warns_of_the_dims_it_fixes_too(tmp_path: Path) -> None:
+    """`dse compile` quantizes before it imports: it fixed a symbolic batch dim to 1 without a word."""
+    from compiler.quantize import quantize_model
+
+    path = _conv(tmp_path / "dyn.onnx", ["batch", 8, 6, 6])
+    with pytest.warns(UserWarning, match=rf"{re.escape(str(path))}: symbolic input dims fixed to 1: x\[0\]=batch"):
+        quantize_model(path, tmp_path / "dyn.q.onnx")
