@@ -77,6 +77,15 @@ def _spatial_attrs(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: t
     return strides, dil, pads
 
 
+def _weight_fits(ctx: Context, node: Any, w: str, ws: tuple[int, ...], expected: tuple[Any, ...], layout: str) -> None:
+    """The weight's shape against the one the input and attributes imply (None: any size); a mismatch
+    was costed as the input's layer with the weight's parameter count."""
+    if len(ws) != len(expected) or any(e is not None and g != e for g, e in zip(ws, expected, strict=False)):
+        want = ", ".join("?" if e is None else str(e) for e in expected)
+        raise UserError(f"{ctx.where(node)}: weight {w!r} has shape {list(ws)}; the input and attributes imply "
+                        f"[{want}] ({layout})")
+
+
 def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
     x, w = ctx.input(node, xi), ctx.input(node, wi)
     b = ctx.input(node, bi) if bi is not None else ""
@@ -86,6 +95,10 @@ def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
         raise UnsupportedVariant(f"{ctx.where(node)}: {rank}-D convolution is not supported (1-D and 2-D are)")
     group = int(ctx.attrs(node).get("group", 1))
     kernel = tuple(ctx.attrs(node).get("kernel_shape", ws[2:]))
+    if xs[1] % group or ws[0] % group:
+        raise UserError(f"{ctx.where(node)}: group {group} does not divide the {xs[1]} input channels and the "
+                        f"{ws[0]} output channels")
+    _weight_fits(ctx, node, w, ws, (None, xs[1] // group, *kernel), "output channels, input channels / group, kernel")
     strides, dil, pads = _spatial_attrs(ctx, node, xs[2:], kernel)
     bits = _widths(ctx, x, w, node.output[0])
     if rank == 1:
@@ -111,6 +124,7 @@ def _conv_transpose(ctx: Context, node: Any) -> Layer:
     a = ctx.attrs(node)
     group = int(a.get("group", 1))
     kernel = tuple(a.get("kernel_shape", ws[2:]))
+    _weight_fits(ctx, node, w, ws, (xs[1], None, *kernel), "input channels, output channels / group, kernel")
     strides = tuple(a.get("strides", [1] * rank))
     dil = tuple(a.get("dilations", [1] * rank))
     h, wd = (1, xs[2]) if rank == 1 else (xs[2], xs[3])
@@ -127,7 +141,10 @@ def _gemm(ctx: Context, node: Any, ai: int, bi: int, ci: int) -> Layer:
     at = ctx.attrs(node)
     a, b = ctx.shape(node, a_name), ctx.shape(node, b_name)
     m, k = (a[1], a[0]) if at.get("transA", 0) else a
-    n = b[0] if at.get("transB", 0) else b[1]
+    n, kb = (b[0], b[1]) if at.get("transB", 0) else (b[1], b[0])
+    if kb != k:
+        raise UserError(f"{ctx.where(node)}: A {list(a)} and B {list(b)} disagree on the summed dim ({k} vs {kb}, "
+                        f"transA={at.get('transA', 0)}, transB={at.get('transB', 0)})")
     bits = _widths(ctx, a_name, b_name, node.output[0])
     if ctx.is_static(b_name):
         prob = P.fully_connected(k, n, rows=m, bits=bits)
@@ -145,6 +162,8 @@ def _matmul(ctx: Context, node: Any, ai: int, bi: int) -> Layer:
     if len(b) == 1:
         b = [b[0], 1]
     m, k, n = a[-2], a[-1], b[-1]
+    if b[-2] != k:
+        raise UserError(f"{ctx.where(node)}: A {a} and B {b} disagree on the summed dim ({k} vs {b[-2]})")
     batch_a, batch_b = math.prod(a[:-2]), math.prod(b[:-2])
     bits = _widths(ctx, a_name, b_name, node.output[0])
     if batch_b == 1:
@@ -152,7 +171,10 @@ def _matmul(ctx: Context, node: Any, ai: int, bi: int) -> Layer:
         prob = (P.fully_connected(k, n, rows=batch_a * m, bits=bits) if ctx.is_static(b_name)
                 else P.matmul(batch_a * m, k, n, 1, bits))
     else:
-        batch = math.prod(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])))
+        try:
+            batch = math.prod(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])))
+        except ValueError:
+            raise UserError(f"{ctx.where(node)}: the batch dims of A {a} and B {b} do not broadcast") from None
         prob = P.matmul(m, k, n, batch, bits)
     weights = ctx.static_numel(node, a_name) + ctx.static_numel(node, b_name)
     return _finish(ctx, node, prob, weights, 0, [a_name, b_name], batch=prob.sizes["B"])

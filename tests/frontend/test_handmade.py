@@ -313,3 +313,23 @@ def test_3d_conv_is_refused_or_a_host_layer(tmp_path):
     with pytest.warns(UserWarning, match="zero-cost host layer"):
         (layer,) = import_onnx(p, allow_unsupported=True).layers()
     assert (layer.kind, layer.macs, layer.output_shapes) == ("host", 0, ((1, 3, 4, 4, 4),))
+
+
+WEIGHT_MISMATCHES = {
+    # a weight for 8 input channels on a 6-channel input was costed as C6 with 288 parameters
+    "conv channels": ("Conv", {}, [1, 6, 8, 8], (4, 8, 3, 3), r"weight 'w' has shape \[4, 8, 3, 3\]; .* \[\?, 6, 3, 3\]"),
+    "grouped conv": ("Conv", {"group": 2}, [1, 8, 8, 8], (4, 8, 3, 3), r"\[\?, 4, 3, 3\]"),
+    "group divides": ("Conv", {"group": 3}, [1, 8, 8, 8], (6, 2, 3, 3), r"group 3 does not divide the 8 input"),
+    "kernel_shape": ("Conv", {"kernel_shape": [5, 5]}, [1, 8, 8, 8], (4, 8, 3, 3), r"\[\?, 8, 5, 5\]"),
+    "transposed": ("ConvTranspose", {}, [1, 6, 8, 8], (8, 4, 3, 3), r"\[6, \?, 3, 3\]"),
+}
+
+
+@pytest.mark.parametrize("op, attrs, x_shape, w_shape, message", WEIGHT_MISMATCHES.values(), ids=WEIGHT_MISMATCHES)
+def test_a_weight_that_does_not_fit_its_input_is_refused(tmp_path, op, attrs, x_shape, w_shape, message):
+    from costmodel.errors import UserError
+
+    node = helper.make_node(op, ["x", "w"], ["y"], name="c0", **attrs)
+    p = save(tmp_path / "w.onnx", [node], [("x", FLOAT, x_shape)], [("y", FLOAT, None)], [weight("w", *w_shape)])
+    with pytest.raises(UserError, match=r"node 'c0' \(" + op + r"\): .*" + message):
+        import_onnx(p)
