@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,24 @@ def _evaluated(layer_name: str, search: Search, arch: Architecture, stored: Stor
     m.validate(problem, arch, where=f"mapping database entry for {layer_name}")
     timing = {k: v for k, v in search.options.items() if k in ("overlap", "systolic_mode")}
     return m, evaluate(problem, arch, m, **timing).to_dict()
+
+
+def _stored_answer(store: MappingDB, search: Search, arch: Architecture) -> Stored | None:
+    """The database's answer for ``search``, or None (a miss) when there is none or its mapping no
+    longer fits the layer and config (an edited or damaged row): searched again and overwritten,
+    with a warning, where it stopped the command."""
+    from costmodel.mapping import Mapping
+
+    stored = store.get(search.key)
+    if stored is None:
+        return None
+    try:
+        Mapping.from_dict(stored.mapping, where="entry").validate(search.problem, arch, where="entry")
+    except UserError as exc:
+        warnings.warn(f"{store.path}: the mapping stored for layer {search.layers[0]} is not valid ({exc}); "
+                      "searching it again", UserWarning, stacklevel=2)
+        return None
+    return stored
 
 
 def _storable(search: Search) -> bool:
@@ -163,7 +182,7 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
         answers: dict[str, Stored] = {}
         if store is not None:
             for d, s in searches.items():
-                hit = store.get(s.key)
+                hit = _stored_answer(store, s, hw)
                 if hit is not None:
                     answers[d] = hit
         from_db = set(answers)
@@ -178,7 +197,7 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
             store.close()
 
     results: list[LayerResult] = []
-    warnings: list[str] = []
+    layer_warnings: list[str] = []
     done: dict[str, LayerResult] = {}
     plain: dict[str, tuple[Mapping, dict[str, Any]]] = {}  # per search: its mapping's metrics before post-ops
     for x in selected:
@@ -202,14 +221,14 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
         if cost is None:
             note = "not costed (runs on the host)" if x.kind == "host" else "free (a view)"
             if x.kind == "host":
-                warnings.append(f"layer {x.name} ({x.op_type}) runs on the host: not costed")
+                layer_warnings.append(f"layer {x.name} ({x.op_type}) runs on the host: not costed")
             if x.kind == "mac":
                 note = "MAC layer without a problem: not costed"
-                warnings.append(f"layer {x.name}: {note}")
+                layer_warnings.append(f"layer {x.name}: {note}")
             cost = _zero(area["total"])
         results.append(LayerResult(x.name, x.kind, x.op_type, cost, note=note))
     return NetworkResult(wl.name, hw, obj.to_dict(), mapper, seed, results, search_seconds,
-                         len(todo), len(from_db), area["total"], warnings)
+                         len(todo), len(from_db), area["total"], layer_warnings)
 
 
 def best_mapping(problem: Problem, arch: Architecture | str | Path, *, objective: Any = "edp",
@@ -222,7 +241,7 @@ def best_mapping(problem: Problem, arch: Architecture | str | Path, *, objective
     s = search_for(problem, hw, objective, mapper, seed, options, (problem.describe(),))
     store = open_db(db)
     try:
-        stored = store.get(s.key) if store is not None else None
+        stored = _stored_answer(store, s, hw) if store is not None else None
         from_db = stored is not None
         if stored is None:
             stored = solve([s], hw, workers=1, progress=False)[s.key.digest]

@@ -82,3 +82,25 @@ def test_cli_names_the_db_file_and_exits_2(tmp_path: Path) -> None:
 def test_a_folder_still_cannot_be_opened(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"cannot open the mapping database"):
         MappingDB(tmp_path)
+
+
+@pytest.mark.parametrize("mapping", ['{"levels": [{"level": "nope"}]}', '{"levels": []}'])
+def test_a_stored_mapping_that_no_longer_fits_is_searched_again(tmp_path: Path, mapping: str) -> None:
+    """A row that decodes but whose mapping does not fit the layer (an edited or damaged file) stopped
+    `dse map` with an error; it is a miss now: a warning, a new search, and the row replaced."""
+    from dse.api import load_hw
+    from dse.network import best_mapping, map_model
+    from tests.network.helpers import FAST, workload
+
+    tiny, path = load_hw("tiny"), tmp_path / "m.sqlite"
+    fresh = map_model(workload(), tiny, db=path, workers=1, progress=False, **FAST)
+    _sql(path, f"UPDATE mappings SET mapping = '{mapping}'")
+    with pytest.warns(UserWarning, match=rf"{path}: the mapping stored for layer \w+ is not valid .*; searching it again"):
+        again = map_model(workload(), tiny, db=path, workers=1, progress=False, **FAST)
+    assert again.searched == fresh.searched == 2 and again.from_db == 0
+    assert [x.mapping for x in again.layers] == [x.mapping for x in fresh.layers]
+    assert map_model(workload(), tiny, db=path, workers=1, progress=False, **FAST).from_db == 2  # rows replaced
+    _sql(path, f"UPDATE mappings SET mapping = '{mapping}'")
+    with pytest.warns(UserWarning, match="searching it again"):
+        one = best_mapping(workload().layers()[0].problem, tiny, db=path, **FAST)
+    assert one.mapping == fresh.layers[0].mapping and not one.from_db
