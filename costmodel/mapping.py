@@ -386,8 +386,10 @@ class MappingBatch:
         # filled as contiguous [L, X, B] and handed over as [B, L, X] views: batch-last is the layout
         # the cost model's numpy stages (latency, energy) read fastest; the counting kernel reads
         # either (10^5 mappings on tpu_like: 2.7 vs 3.1 us each in all, 4 December 2026)
-        tem = np.ones((n_lv, len(dims), b), FACTOR_DTYPE)
-        sx, sy, order = tem.copy(), tem.copy(), np.zeros_like(tem, ORDER_DTYPE)
+        # (int64 here: __post_init__ converts with its range check, a ValueError, where an int32 array
+        # would raise numpy's OverflowError for a factor above 2**31 - 1)
+        tem = np.ones((n_lv, len(dims), b), np.int64)
+        sx, sy, order = tem.copy(), tem.copy(), np.zeros_like(tem)
         keep = np.zeros((n_lv, len(tensors), b), bool)
         for i, m in enumerate(mappings):
             if len(m.levels) != n_lv:

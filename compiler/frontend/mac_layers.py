@@ -95,6 +95,8 @@ def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
         raise UnsupportedVariant(f"{ctx.where(node)}: {rank}-D convolution is not supported (1-D and 2-D are)")
     group = int(ctx.attrs(node).get("group", 1))
     kernel = tuple(ctx.attrs(node).get("kernel_shape", ws[2:]))
+    if group < 1:
+        raise UserError(f"{ctx.where(node)}: group {group}: expected a positive integer")
     if xs[1] % group or ws[0] % group:
         raise UserError(f"{ctx.where(node)}: group {group} does not divide the {xs[1]} input channels and the "
                         f"{ws[0]} output channels")

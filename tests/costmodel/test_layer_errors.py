@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
+from costmodel.arch import load_architecture
 from costmodel.errors import UserError
 from costmodel.mapping import FACTOR_DTYPE, MappingBatch
 from costmodel.problem import MAX_COUNT, MAX_DIM, conv1d, conv2d, matmul
@@ -153,6 +154,18 @@ def test_dim_limit_is_inclusive_and_fits_a_batch():
                      np.ones((1, 1, 3), bool))
     with pytest.raises(UserError, match="exceeds 2,147,483,647"):
         matmul(MAX_DIM + 1, 1, 1)
+
+
+def test_a_mapping_past_the_batch_dtypes_is_a_value_error():
+    """from_mappings of an unvalidated mapping whose factor exceeds int32: the batch's ValueError,
+    not numpy's OverflowError from filling an int32 array."""
+    from costmodel.mapping import LevelMapping, Mapping
+
+    p = matmul(8, 8, 8)
+    arch = load_architecture("tiny")
+    m = Mapping(tuple(LevelMapping(temporal={"M": 2**31} if i == 0 else {}) for i in range(len(arch.levels))))
+    with pytest.raises(ValueError, match="temporal: values 1..2147483648 do not fit int32"):
+        MappingBatch.from_mappings([m], p, arch)
 
 
 def test_mac_limit_is_inclusive():

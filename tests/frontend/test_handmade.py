@@ -320,6 +320,7 @@ WEIGHT_MISMATCHES = {
     "conv channels": ("Conv", {}, [1, 6, 8, 8], (4, 8, 3, 3), r"weight 'w' has shape \[4, 8, 3, 3\]; .* \[\?, 6, 3, 3\]"),
     "grouped conv": ("Conv", {"group": 2}, [1, 8, 8, 8], (4, 8, 3, 3), r"\[\?, 4, 3, 3\]"),
     "group divides": ("Conv", {"group": 3}, [1, 8, 8, 8], (6, 2, 3, 3), r"group 3 does not divide the 8 input"),
+    "group 0": ("Conv", {"group": 0}, [1, 8, 8, 8], (4, 8, 3, 3), r"group 0: expected a positive integer"),
     "kernel_shape": ("Conv", {"kernel_shape": [5, 5]}, [1, 8, 8, 8], (4, 8, 3, 3), r"\[\?, 8, 5, 5\]"),
     "transposed": ("ConvTranspose", {}, [1, 6, 8, 8], (8, 4, 3, 3), r"\[6, \?, 3, 3\]"),
 }
