@@ -84,7 +84,7 @@ def _evaluated(layer_name: str, search: Search, arch: Architecture, stored: Stor
 def _stored_answer(store: MappingDB, search: Search, arch: Architecture) -> Stored | None:
     """The database's answer for ``search``, or None (a miss) when there is none or its mapping no
     longer fits the layer and config (an edited or damaged row): searched again and overwritten,
-    with a warning, where it stopped the command."""
+    with a warning (such a row used to stop the command with an error)."""
     from costmodel.mapping import Mapping
 
     stored = store.get(search.key)
