@@ -9,6 +9,7 @@ whatever the model's size, and a model without its weight data imports the same 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -158,15 +159,19 @@ def weight_inputs(graph: Any) -> list[str]:
             if i.name not in initialized and slots.get(i.name) and all(slots[i.name])]
 
 
-def _symbolic(dim: Any) -> bool:
-    return not dim.HasField("dim_value") or dim.dim_value < 0
+def _symbolic_dims(model: Any) -> Iterator[tuple[str, int, Any]]:
+    """(input name, axis, dim) of every data input's dim without a static size."""
+    initialized = {t.name for t in model.graph.initializer}
+    for inp in model.graph.input:
+        if inp.name not in initialized:
+            for k, dim in enumerate(inp.type.tensor_type.shape.dim):
+                if not dim.HasField("dim_value") or dim.dim_value < 0:
+                    yield inp.name, k, dim
 
 
 def symbolic_input_dims(model: Any) -> list[str]:
     """The data inputs' dims without a static size, as ``name[k]=param`` (what the tools fix to 1)."""
-    initialized = {t.name for t in model.graph.initializer}
-    return [f"{inp.name}[{k}]={dim.dim_param or '?'}" for inp in model.graph.input if inp.name not in initialized
-            for k, dim in enumerate(inp.type.tensor_type.shape.dim) if _symbolic(dim)]
+    return [f"{name}[{k}]={dim.dim_param or '?'}" for name, k, dim in _symbolic_dims(model)]
 
 
 def fix_input_dims(model: Any, path: Path, shapes: dict[str, tuple[int, ...]] | None = None) -> list[str]:
@@ -186,13 +191,9 @@ def fix_input_dims(model: Any, path: Path, shapes: dict[str, tuple[int, ...]] | 
             raise UserError(f"{path}: graph input {inp.name!r} has no shape, so layer shapes cannot be inferred "
                             f"(export the model with a static input shape)")
     fixed = symbolic_input_dims(model)
-    for inp in model.graph.input:
-        if inp.name in initialized:
-            continue
-        for dim in inp.type.tensor_type.shape.dim:
-            if _symbolic(dim):
-                dim.Clear()
-                dim.dim_value = 1
+    for _, _, dim in list(_symbolic_dims(model)):
+        dim.Clear()
+        dim.dim_value = 1
     if shapes:
         raise UserError(f"{path}: input_shapes names {sorted(shapes)}, which are not graph inputs")
     if fixed:
