@@ -17,8 +17,9 @@ def sweep(
     study_file: Annotated[Path, typer.Argument(metavar="STUDY_FILE", help="Study YAML (see docs/studies.md).")],
     trials: Annotated[int | None, typer.Option("--trials", min=1, help="Finished trials wanted (default: the "
                                                "file's).")] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Local worker processes (with --dask: "
-                                         "tasks; default one per Dask worker thread).")] = 1,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Local worker processes (at most one per "
+                                         "core; with --dask: tasks, default one per Dask worker "
+                                         "thread).")] = 1,
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL (default: a journal "
                                                 "file in the output folder), e.g. postgresql://...")] = None,
     dask: Annotated[str | None, typer.Option("--dask", help="Run the trials on this Dask scheduler (e.g. "

@@ -113,6 +113,23 @@ def test_two_workers_finish_each_trial_once(tmp_path: Path) -> None:
     assert len({t.user_attrs["worker"] for t in trials}) == 2
 
 
+
+def test_workers_above_the_core_count_count_as_one_per_core(tmp_path: Path, monkeypatch) -> None:
+    """`--workers 8` on one core runs in this process, not in 8 spawned ones (the trials are
+    CPU-bound: more processes than cores only multiply the memory)."""
+    from dse.study import runner
+
+    monkeypatch.setattr(runner, "default_workers", lambda: 1)
+
+    def no_processes(*_args, **_kwargs) -> None:
+        raise AssertionError("worker processes started on a one-core machine")
+
+    monkeypatch.setattr(runner, "_run_processes", no_processes)
+    res = run_study(small_study(tmp_path, sampler="random", trials=3), workers=8)
+    trials = res.optuna_study.get_trials()
+    assert sorted(t.number for t in trials) == [0, 1, 2]
+    assert all(t.state.name == "COMPLETE" for t in trials)
+
 def test_sweep_cli_and_bad_file(tmp_path: Path) -> None:
     path = small_study(tmp_path, sampler="random", trials=3)
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--no-progress"])
