@@ -84,7 +84,7 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
     if calibration is not None:
         unknown = sorted(set(calibration) - set(specs))
         if unknown:
-            raise UserError(f"--calibration: the model has no input(s) {unknown}; its inputs are {sorted(specs)}")
+            raise UserError(f"calibration: the model has no input(s) {unknown}; its inputs are {sorted(specs)}")
         missing = sorted(set(specs) - set(calibration))
         if missing:
             raise UserError(f"calibration data lacks model input(s) {missing}; the model's inputs are {sorted(specs)}")

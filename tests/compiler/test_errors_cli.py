@@ -69,7 +69,7 @@ def test_missing_model_and_wrong_calibration(tmp_path):
     with pytest.raises(UserError, match="no such ONNX file"):
         compile_model(tmp_path / "nope.onnx", Target())
     onnx.save(graphs.gemm(np.random.default_rng(0), 1, 8, 4), tmp_path / "g.onnx")
-    with pytest.raises(UserError, match=r"the model has no input\(s\) \['other'\]; its inputs are \['x'\]"):
+    with pytest.raises(UserError, match=r"^calibration: the model has no input\(s\) \['other'\]; its inputs are \['x'\]"):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"other": np.zeros((1, 8), np.float32)})
     with pytest.raises(UserError, match="calibration data lacks model input"):
         compile_model(tmp_path / "g.onnx", Target(), calibration={})
