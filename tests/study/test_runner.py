@@ -113,7 +113,6 @@ def test_two_workers_finish_each_trial_once(tmp_path: Path) -> None:
     assert len({t.user_attrs["worker"] for t in trials}) == 2
 
 
-
 def test_workers_above_the_core_count_count_as_one_per_core(tmp_path: Path, monkeypatch) -> None:
     """`--workers 8` on one core runs in this process, not in 8 spawned ones (the trials are
     CPU-bound: more processes than cores only multiply the memory)."""
