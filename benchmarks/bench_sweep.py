@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from dse.network.solve import default_workers
 from dse.study.design import evaluate_design, load_layers
 from dse.study.runner import run_study
 from dse.study.schema import load_study
@@ -48,6 +49,7 @@ def _study_copy(name: str, tmp: Path, mapper_workers: int | None) -> Path:
 
 
 def bench(name: str, trials: int, workers: int = 1) -> None:
+    workers = min(workers, default_workers())  # (as `dse sweep` caps them: what runs is reported)
     with tempfile.TemporaryDirectory() as tmp:
         path = _study_copy(name, Path(tmp), 1 if workers > 1 else None)
         t0 = time.perf_counter()
@@ -86,7 +88,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quickstart-trials", type=int, default=40)
     ap.add_argument("--ar-trials", type=int, default=10)
-    ap.add_argument("--ar-workers", type=int, default=2, help="sweep processes (then mapper.workers 1)")
+    ap.add_argument("--ar-workers", type=int, default=2, help="sweep processes, at most one per core (then "
+                    "mapper.workers 1)")
     args = ap.parse_args()
     if args.quickstart_trials:
         bench("quickstart", args.quickstart_trials)

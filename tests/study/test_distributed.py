@@ -30,6 +30,7 @@ def local_reference(tmp_path_factory: pytest.TempPathFactory) -> list[tuple]:
     return _signature(run_study(small_study(tmp, sampler="random", trials=N)).optuna_study.get_trials())
 
 
+@pytest.mark.usefixtures("two_cores")
 def test_postgres_two_workers_finish_each_trial_once(pg_url: str, tmp_path: Path, local_reference) -> None:
     name = f"pg_{uuid.uuid4().hex[:8]}"  # a fresh study in a database that may hold earlier runs
     path = small_study(tmp_path, sampler="random", trials=N, name=name)

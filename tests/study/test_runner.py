@@ -105,6 +105,7 @@ def test_invalid_design_is_pruned_with_reason(tmp_path: Path) -> None:
     assert table["invalid"].str.contains("mac.count").all()
 
 
+@pytest.mark.usefixtures("two_cores")
 def test_two_workers_finish_each_trial_once(tmp_path: Path) -> None:
     res = run_study(small_study(tmp_path, sampler="random", trials=8), workers=2)
     trials = res.optuna_study.get_trials()
@@ -128,6 +129,7 @@ def test_workers_above_the_core_count_count_as_one_per_core(tmp_path: Path, monk
     trials = res.optuna_study.get_trials()
     assert sorted(t.number for t in trials) == [0, 1, 2]
     assert all(t.state.name == "COMPLETE" for t in trials)
+
 
 def test_sweep_cli_and_bad_file(tmp_path: Path) -> None:
     path = small_study(tmp_path, sampler="random", trials=3)
@@ -273,6 +275,7 @@ def test_folder_copy_is_the_text_that_was_parsed(tmp_path: Path, monkeypatch: py
     assert (res.out / "study.yaml").read_text() == parsed != path.read_text()
 
 
+@pytest.mark.usefixtures("two_cores")
 @pytest.mark.parametrize("kind", ["tpe", "nsga2"])
 def test_history_samplers_run_the_same_trials_with_two_worker_processes(tmp_path: Path, kind: str) -> None:
     """With ``history_lag: 2``, two spawned workers sweep exactly the designs (and metrics) one does:

@@ -41,6 +41,7 @@ def test_resumed_trial_draws_the_rest_as_before(kind: str, held: int, number: in
     assert _draw(resumed) == want
 
 
+@pytest.mark.usefixtures("two_cores")
 @pytest.mark.parametrize("kind", ["tpe", "nsga2", "random", "grid"])
 def test_more_workers_than_the_history_lag_warn_that_they_take_turns(tmp_path, kind: str) -> None:
     """TPE and NSGA-II trial n waits for trials up to n - history_lag: with more workers than the lag,
