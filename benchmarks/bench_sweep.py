@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dse.network.solve import default_workers
+from dse.network.solve import worker_count
 from dse.study.design import evaluate_design, load_layers
 from dse.study.runner import run_study
 from dse.study.schema import load_study
@@ -49,7 +49,7 @@ def _study_copy(name: str, tmp: Path, mapper_workers: int | None) -> Path:
 
 
 def bench(name: str, trials: int, workers: int = 1) -> None:
-    workers = min(workers, default_workers())  # (as `dse sweep` caps them: what runs is reported)
+    workers = worker_count(workers)  # (as `dse sweep` caps them: what runs is reported)
     with tempfile.TemporaryDirectory() as tmp:
         path = _study_copy(name, Path(tmp), 1 if workers > 1 else None)
         t0 = time.perf_counter()

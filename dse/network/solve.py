@@ -109,6 +109,13 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
+def worker_count(requested: int | None) -> int:
+    """Processes to start for ``requested`` (None: one per core): at most one per core. More only
+    multiply the memory (each worker holds numpy and the kernels), never the speed of CPU-bound
+    work (`dse map --workers 10000` started a process per layer)."""
+    return min(requested or default_workers(), default_workers())
+
+
 def _fail(search: Search, exc: UserError) -> UserError:
     names = ", ".join(search.layers[:3]) + (" ..." if len(search.layers) > 3 else "")
     return UserError(f"layer {names}: {exc}")
@@ -121,9 +128,7 @@ def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None
     inputs give the same message; with several workers that means waiting for the bigger searches
     before it (their answers are kept), not stopping at the first failure to arrive."""
     order = sorted(searches, key=lambda s: -s.problem.macs)
-    # at most one per core: more only multiply the memory (each worker holds numpy and the kernels),
-    # never the speed of CPU-bound searches (`--workers 10000` started a process per layer)
-    workers = min(workers or default_workers(), default_workers())
+    workers = worker_count(workers)
     out: dict[str, Stored] = {}
     if not order:
         return out

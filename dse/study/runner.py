@@ -37,7 +37,7 @@ from optuna.trial import TrialState
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import as_int
-from dse.network.solve import default_workers
+from dse.network.solve import worker_count
 from dse.study.dask_run import dask_client, run_on_dask
 from dse.study.design import Layers, evaluate_design, load_layers
 from dse.study.history import WORKER_ATTR, StaleHistory, owner_dead, worker_id
@@ -344,9 +344,7 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
         states = [t.state for t in ost.get_trials(deepcopy=False)]
         left = target - sum(s in FINISHED for s in states) - states.count(TrialState.RUNNING)
         if dask is None:
-            # local processes: at most one per core (trials are CPU-bound: more only multiply the
-            # memory; the trials and their results do not depend on the number of workers)
-            workers = min(workers, default_workers())
+            workers = worker_count(workers)  # (the trials and their results do not depend on it)
             if left > 0:
                 warn_if_taking_turns(study, min(workers, left), "workers")
         bar = _Progress(ost, target) if progress else None

@@ -114,7 +114,7 @@ def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
     n = 30
     path = small_study(tmp_path, sampler="random", trials=n, mapper={"max_evaluations": 1500})
     out = tmp_path / "out"
-    code = ("import sys; from dse.study import runner; runner.default_workers = lambda: 2; "  # (two on any machine)
+    code = ("import sys; from dse.network import solve; solve.default_workers = lambda: 2; "  # (two on any machine)
             "from tests.study.helpers import study_app; "
             "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -117,9 +117,10 @@ def test_two_workers_finish_each_trial_once(tmp_path: Path) -> None:
 def test_workers_above_the_core_count_count_as_one_per_core(tmp_path: Path, monkeypatch) -> None:
     """`--workers 8` on one core runs in this process, not in 8 spawned ones (the trials are
     CPU-bound: more processes than cores only multiply the memory)."""
+    from dse.network import solve
     from dse.study import runner
 
-    monkeypatch.setattr(runner, "default_workers", lambda: 1)
+    monkeypatch.setattr(solve, "default_workers", lambda: 1)
 
     def no_processes(*_args, **_kwargs) -> None:
         raise AssertionError("worker processes started on a one-core machine")
