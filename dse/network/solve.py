@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -106,14 +105,21 @@ def drop_pool() -> None:
 
 
 def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    """The cores this process may use: its CPU affinity and its cgroup CPU quota. Why the quota: in
+    a container limited to 4 CPUs on a 64-core host (``docker run --cpus 4``) the affinity and
+    ``os.cpu_count()`` both say 64, and 64 workers would only multiply the memory. (dask, already a
+    dependency, reads both; imported here, not at start-up, as it takes about 0.3 s.)"""
+    from dask.system import cpu_count
+
+    return max(1, cpu_count())
 
 
 def worker_count(requested: int | None) -> int:
     """Processes to start for ``requested`` (None: one per core): at most one per core. More only
     multiply the memory (each worker holds numpy and the kernels), never the speed of CPU-bound
     work (`dse map --workers 10000` started a process per layer)."""
-    return min(requested or default_workers(), default_workers())
+    cores = default_workers()
+    return min(requested or cores, cores)
 
 
 def _fail(search: Search, exc: UserError) -> UserError:
@@ -128,7 +134,6 @@ def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None
     inputs give the same message; with several workers that means waiting for the bigger searches
     before it (their answers are kept), not stopping at the first failure to arrive."""
     order = sorted(searches, key=lambda s: -s.problem.macs)
-    workers = worker_count(workers)
     out: dict[str, Stored] = {}
     if not order:
         return out
@@ -139,7 +144,8 @@ def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None
                 on_done(s, stored)
             advance()
 
-        if workers <= 1 or len(order) == 1:
+        workers = 1 if len(order) == 1 else worker_count(workers)  # (no core count for one search)
+        if workers <= 1:
             for s in order:
                 try:
                     done(s, run_search(s, arch))

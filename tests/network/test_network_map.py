@@ -122,3 +122,29 @@ def test_workers_beyond_the_cores_count_as_one_per_core(tiny, monkeypatch) -> No
     monkeypatch.setattr(solve_mod, "default_workers", lambda: 1)
     res = map_model(workload(), tiny, db=False, workers=10_000, progress=False, seed=3, **FAST)
     assert solve_mod._POOL is None and res.searched == 2
+
+
+@pytest.mark.parametrize(("cpu_max", "cpus"), [("50000 100000\n", 1), ("max 100000\n", None)])
+def test_a_cgroup_cpu_quota_caps_the_workers(monkeypatch, cpu_max: str, cpus: int | None) -> None:
+    """In a container limited to half a CPU (cgroup v2 ``cpu.max``: quota and period in µs) one per
+    core is one, whatever the host's cores and the affinity say; ``max`` is no quota. The cgroup
+    files are faked where dask reads them (it opens them by name)."""
+    import builtins
+    import io
+    import os
+
+    import dask.system
+
+    files = {"/proc/self/cgroup": "0::/dse-test\n", "/sys/fs/cgroup/dse-test/cpu.max": cpu_max}
+
+    def fake_open(path, *args, **kwargs):
+        if str(path) in files:
+            return io.StringIO(files[str(path)])
+        if "cgroup" in str(path):
+            raise FileNotFoundError(path)  # (no cgroup v1 files)
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(dask.system, "open", fake_open, raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert solve_mod.default_workers() == (min(cores, cpus) if cpus else cores)
+    assert solve_mod.worker_count(8) == (min(cores, cpus) if cpus else min(cores, 8))
