@@ -138,22 +138,22 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
         model = onnx.load(str(model_path))
         session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - any load failure is the user's file
-        raise UserError(f"--check {model_path}: cannot load the ONNX model ({str(exc).splitlines()[0]})") from None
+        raise UserError(f"check model {model_path}: cannot load the ONNX model ({str(exc).splitlines()[0]})") from None
     io_by_name = {io.name: io for io in program.io}
     feeds = {}
     for meta in session.get_inputs():
         if meta.name not in inputs:
-            raise UserError(f"--check {model_path}: the model's input {meta.name!r} is not an input of the binary "
+            raise UserError(f"check model {model_path}: the model's input {meta.name!r} is not an input of the binary "
                             f"({sorted(inputs)})")
         feeds[meta.name] = _feed(inputs[meta.name], io_by_name.get(meta.name), _ORT_TYPES.get(meta.type, np.float32))
         got = np.shape(feeds[meta.name])
         if len(got) != len(meta.shape) or any(isinstance(d, int) and d != g for d, g in zip(meta.shape, got)):
-            raise UserError(f"--check {model_path}: the model's input {meta.name!r} has shape {list(meta.shape)}, "
+            raise UserError(f"check model {model_path}: the model's input {meta.name!r} has shape {list(meta.shape)}, "
                             f"the binary's {list(got)}: not the model this binary was compiled from (its .q.onnx)")
     names = [o.name for o in session.get_outputs()]
     missing = sorted(set(outputs) - set(names))
     if missing:
-        raise UserError(f"--check {model_path}: binary output(s) {missing} are not outputs of the model ({names})")
+        raise UserError(f"check model {model_path}: binary output(s) {missing} are not outputs of the model ({names})")
     ort_out = dict(zip(names, session.run(None, feeds), strict=True))
     try:
         ref_out = dict(zip(names, ReferenceEvaluator(_reference_model(model)).run(None, feeds), strict=True))
@@ -164,7 +164,7 @@ def check_outputs(program: Program, outputs: dict[str, np.ndarray], inputs: dict
     for name, sim in outputs.items():
         io = io_by_name[name]
         if tuple(np.shape(ort_out[name])) != tuple(sim.shape):
-            raise UserError(f"--check {model_path}: output {name!r} has shape {list(np.shape(ort_out[name]))} in "
+            raise UserError(f"check model {model_path}: output {name!r} has shape {list(np.shape(ort_out[name]))} in "
                             f"the model but {list(sim.shape)} in the binary")
         sim64 = sim.astype(np.int64) if sim.dtype.kind in "iu" else sim.astype(np.float64)
         d_ort = np.abs(sim64 - _as_binary(ort_out[name], io).astype(sim64.dtype))

@@ -135,7 +135,7 @@ def _select(workload: Workload, layer: str | None) -> list[Layer]:
     if not hit:
         names = [x.name for x in layers]
         shown = ", ".join(names[:8]) + (f", ... ({len(names)} layers)" if len(names) > 8 else "")
-        raise UserError(f"--layer {layer!r}: no such layer in {workload.name} (layers: {shown})")
+        raise UserError(f"layer {layer!r}: no such layer in {workload.name} (layers: {shown})")
     return hit
 
 

@@ -43,7 +43,7 @@ def dask_client(address: Any) -> Iterator[Any]:
     try:
         client = Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError) as exc:
-        raise UserError(f"--dask {address}: cannot connect to a Dask scheduler ({exc})") from None
+        raise UserError(f"dask {address}: cannot connect to a Dask scheduler ({exc})") from None
     try:
         yield client
     finally:

@@ -119,13 +119,13 @@ def open_storage(out: Path, url: str | None, *, read_only: bool = False) -> optu
         return _journal_storage(path)
     assert url is not None
     if "://" not in url:  # (SQLAlchemy would say only that it cannot parse it)
-        raise UserError(f"--storage {url}: expected a journal file (.journal or .log) or a database URL "
+        raise UserError(f"storage {url}: expected a journal file (.journal or .log) or a database URL "
                         "(sqlite:///FILE, postgresql://...)")
     try:
         return optuna.storages.get_storage(rdb_url(url))
     except ImportError as exc:
-        raise UserError(f"--storage {masked(url)}: no database driver for this URL ({exc})") from None
+        raise UserError(f"storage {masked(url)}: no database driver for this URL ({exc})") from None
     except Exception as exc:  # noqa: BLE001 -- SQLAlchemy's errors: no server, bad password, bad URL
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"--storage {masked(url)}: cannot open the study storage ({first})") from None
+        raise UserError(f"storage {masked(url)}: cannot open the study storage ({first})") from None
 

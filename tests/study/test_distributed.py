@@ -70,14 +70,14 @@ def test_bad_storage_and_dask_address(tmp_path: Path) -> None:
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--storage", "postgresql://u:secret@127.0.0.1:1/db"])
     assert isinstance(r.exception, UserError)
     msg = str(r.exception)
-    assert msg.startswith("--storage postgresql://u:***@127.0.0.1:1/db: cannot open") and "secret" not in msg
+    assert msg.startswith("storage postgresql://u:***@127.0.0.1:1/db: cannot open") and "secret" not in msg
     assert not (tmp_path / "out").exists()
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--storage", str(tmp_path / "trials.db")])
     assert isinstance(r.exception, UserError) and str(r.exception).startswith(
-        f"--storage {tmp_path / 'trials.db'}: expected a journal file (.journal or .log) or a database URL")
+        f"storage {tmp_path / 'trials.db'}: expected a journal file (.journal or .log) or a database URL")
     assert not (tmp_path / "out").exists()
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--dask", "nonsense://x", "--no-progress"])
-    assert isinstance(r.exception, UserError) and "--dask nonsense://x: cannot connect" in str(r.exception)
+    assert isinstance(r.exception, UserError) and "dask nonsense://x: cannot connect" in str(r.exception)
     assert not (tmp_path / "out").exists()
     # a finished study resumed with an address: nothing to run, so no connection is needed
     assert CliRunner().invoke(study_app(), ["sweep", str(path), "--no-progress"]).exit_code == 0
@@ -86,5 +86,5 @@ def test_bad_storage_and_dask_address(tmp_path: Path) -> None:
     # trials left: the address is needed, and refused as before
     r = CliRunner().invoke(study_app(), ["sweep", str(path), "--dask", "nonsense://x", "--trials", "3",
                                          "--no-progress"])
-    assert isinstance(r.exception, UserError) and "--dask nonsense://x: cannot connect" in str(r.exception)
+    assert isinstance(r.exception, UserError) and "dask nonsense://x: cannot connect" in str(r.exception)
     assert masked("postgresql://u@h/db") == "postgresql://u@h/db"
