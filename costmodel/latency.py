@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from costmodel import latency_kernel
+from costmodel.errors import UserError
 from costmodel.mapping import batch_inner
 from costmodel.pipeline import copies_mask, staged_levels, vector_constants
 from costmodel.plans import plan_for
@@ -147,11 +148,27 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
     sys_ = arch.systolic
     assert sys_ is not None
     out = np.empty(len(batch), np.int64)
-    latency_kernel.compute_cycles(batch_inner(batch.temporal), batch_inner(batch.order),
-                                  np.asarray(temporal_steps, np.int64), _mode(mode),
-                                  _stationary(problem, sys_.dataflow), sys_.rows,
-                                  int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols)), out)
+    at = latency_kernel.compute_cycles(batch_inner(batch.temporal), batch_inner(batch.order),
+                                       np.asarray(temporal_steps, np.int64), _mode(mode),
+                                       _stationary(problem, sys_.dataflow), sys_.rows,
+                                       int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols)), out)
+    if at >= 0:
+        raise _too_long(arch, at, len(batch))
     return out
+
+
+def _too_long(arch: Architecture, at: int, n: int) -> UserError:
+    """The error for mapping ``at``, one of whose latency terms passes latency_kernel.LIMIT: it
+    names the config's likely cause (its smallest bandwidth, its systolic array)."""
+    bws = [(bw, f"{lv.name} {kind} {bw:g}") for lv in arch.levels
+           for kind, bw in (("read_bw", lv.read_bw), ("write_bw", lv.write_bw)) if bw is not None]
+    causes = [min(bws)[1] + " words/cycle"] if bws else []
+    if arch.systolic is not None:
+        causes.append(f"systolic array {arch.systolic.rows} x {arch.systolic.cols}")
+    which = "the mapping" if n == 1 else f"mapping {at} of the batch"
+    return UserError(f"{getattr(arch, 'source', arch.name)}: {which} takes more than "
+                     f"2**53 cycles in one term of its latency (cycles are counted in 64-bit integers); "
+                     f"check the config's scale ({'; '.join(causes) or 'its bandwidths'})")
 
 
 def _mode(mode: str) -> int:
@@ -246,9 +263,13 @@ class LatencyStage:
                         plan.copies_mask, mode, plan.stationary, plan.rows, plan.over, plan.vec, plan.vec_total,
                         overlap)
         self._outputs = (compute, traffic, total, fill, drain, vector)
+        self._arch = arch
         self.lat = Latency(compute=compute, traffic=traffic.transpose(2, 1, 0), total=total, fill=fill,
                            drain=drain, vector=vector)
 
     def run(self, lo: int, hi: int) -> None:
-        """Cycles of mappings lo..hi-1 (their counts must be in already)."""
-        latency_kernel.latency(*self._inputs, lo, hi, *self._outputs)
+        """Cycles of mappings lo..hi-1 (their counts must be in already). A UserError if a term of
+        one passes 2**53 cycles (latency_kernel.LIMIT): only an absurd bandwidth or array gets there."""
+        at = latency_kernel.latency(*self._inputs, lo, hi, *self._outputs)
+        if at >= 0:
+            raise _too_long(self._arch, at, self.lat.total.shape[0])

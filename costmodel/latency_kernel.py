@@ -23,6 +23,12 @@ from numba import njit
 
 NONE, SCALESIM, OVERLAPPED = 0, 1, 2  # systolic modes (NONE: a plain PE array)
 BLOCK = 128
+LIMIT = 2.0**53
+"""The most cycles any one term of a mapping's latency may reach (about 9e15: 104 days at 1 GHz).
+Why: the pipeline's terms are floats, exact only below 2**53, and the kernel adds up to L + 2
+terms in int64; past 2**63 (a bandwidth of 1e-15 words per cycle, or a systolic array of 10^5
+rows) the cycles wrapped around silently into a small or negative latency. A mapping with a
+larger term is reported, not costed."""
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -50,9 +56,9 @@ def _stream_lengths(tem, rank, b0, nb, stationary, block, out):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out):
+def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out, big):
     """Into ``out[:nb]``: compute cycles of mappings b0..: their temporal steps, or the systolic
-    fold model."""
+    fold model; ``big[j]`` set where they would pass :data:`LIMIT` (the value is then not used)."""
     ub, unb = np.uint64(b0), np.uint64(nb)
     if mode == NONE:
         for j in range(unb):
@@ -63,6 +69,9 @@ def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out)
         t, s = out[j], steps[ub + j]
         folds = s // t
         out[j] = folds * (t + over) if mode == SCALESIM else s + over + (folds - 1) * max(0, rows - t)
+        est = (float(folds) * float(t + over) if mode == SCALESIM
+               else float(s) + float(over) + float(folds - 1) * float(max(0, rows - t)))
+        big[j] |= est >= LIMIT
 
 
 @njit(cache=True, error_model="numpy")
@@ -76,11 +85,17 @@ def stream_lengths(tem, rank, stationary, out):
 
 @njit(cache=True, error_model="numpy")
 def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
-    """Into ``out`` [B]: each mapping's compute cycles."""
+    """Into ``out`` [B]: each mapping's compute cycles. Returns the first mapping whose cycles
+    pass :data:`LIMIT` (not valid in ``out``), or -1."""
     block = np.empty(BLOCK, np.int64)
+    big = np.zeros(BLOCK, np.bool_)
     for b0 in range(0, tem.shape[2], BLOCK):
         nb = min(BLOCK, tem.shape[2] - b0)
-        _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out[b0:b0 + nb])
+        _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out[b0:b0 + nb], big)
+        for j in range(nb):
+            if big[j]:
+                return b0 + j
+    return -1
 
 
 @njit(cache=True, error_model="numpy")
@@ -94,7 +109,9 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     others' spatial factors are 1 in a valid mapping and are not read), ``holds`` [L, T] which
     tensors a level holds, ``copies_mask`` [L, T, D] the dims whose spatial factors give distinct
     tiles below a level (none where its fan-out is 1); ``vec`` = (lanes, level, output tensor, elements,
-    passes per element), lanes 0 without a vector unit, whose total cycles are ``vec_total``."""
+    passes per element), lanes 0 without a vector unit, whose total cycles are ``vec_total``.
+    Returns the first mapping one of whose terms passes :data:`LIMIT` (its cycles and those after
+    it are not computed), or -1."""
     n_lv, n_d, _ = tem.shape
     n_t = is_out.shape[0]
     s0 = n_lv  # the outermost staged level (n_lv: none)
@@ -115,11 +132,16 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     at_copies = np.ones(BLOCK, np.int64)  # the copies and parent port of the level a tile comes from
     at_port = np.ones(BLOCK)
     v_last = np.zeros(BLOCK)
+    big = np.zeros(BLOCK, np.bool_)  # a term of the mapping passes LIMIT
+    if vec_total >= LIMIT:
+        return lo if hi > lo else -1
     for b0 in range(lo, hi, BLOCK):
         nb = min(BLOCK, hi - b0)
         ub, unb = np.uint64(b0), np.uint64(nb)  # unsigned indices: no negative-index fix-up, so
         # the loops over the block read contiguous vectors instead of gathering
-        _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp)
+        for j in range(unb):
+            big[j] = False
+        _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp, big)
         # copies of each level in use: the spatial factors of the levels above it
         for m in range(1, n_lv):
             for j in range(unb):
@@ -139,8 +161,10 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                     wsum[j] += fills[m, t, ub + j] + updates[m, t, ub + j]
             for j in range(unb):
                 bz = float(busy[m, j])
-                tr = np.int64(math.ceil(rsum[j] / bz / read_bw[m]))
-                tw = np.int64(math.ceil(wsum[j] / bz / write_bw[m]))
+                xr, xw = rsum[j] / bz / read_bw[m], wsum[j] / bz / write_bw[m]
+                big[j] |= (xr >= LIMIT) | (xw >= LIMIT)  # (no branch: the loop vectorizes)
+                tr = np.int64(math.ceil(xr))
+                tw = np.int64(math.ceil(xw))
                 traffic[0, m, ub + j] = tr
                 traffic[1, m, ub + j] = tw
                 per[m, j] = max(tr, tw)
@@ -165,6 +189,9 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
             for j in range(unb):
                 tile = min(words[vl, vo, ub + j] * busy[vl, j], elements)
                 v_last[j] = float(passes * ((tile + lanes - 1) // lanes)) if tile > 0 else vec_total / tiles[j]
+        at = _first(big, nb)
+        if at >= 0:
+            return b0 + at
         if not overlap:
             continue
         if s0 < n_lv:
@@ -214,7 +241,11 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                 c_tile = array / tiles[j]
                 ports = max(rd_port + dr, wr_port + f)
                 pipe = max(max(f + array + vla + dr, f + c_tile + vec_total + dr), ports + c_tile + vla)
+                big[j] |= pipe >= LIMIT
                 _finish(pipe, per, j, db, total, ub)
+            at = _first(big, nb)
+            if at >= 0:
+                return b0 + at
         else:
             for j in range(unb):
                 moved = 0
@@ -223,6 +254,16 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                         moved = max(moved, per[m, j])
                 pipe = max(max(float(comp[j]), vec_total), float(moved))
                 _finish(pipe, per, j, db, total, ub)
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _first(big, nb):
+    """The first j < nb with ``big[j]``, or -1."""
+    for j in range(nb):
+        if big[j]:
+            return j
+    return -1
 
 
 @njit(cache=True, inline="always", error_model="numpy")
