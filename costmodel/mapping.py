@@ -30,7 +30,7 @@ from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.padding import check_padding, padded_problem, padding_hint
 from costmodel.problem import Problem, as_int
-from costmodel.yamlio import did_you_mean, format_path
+from costmodel.yamlio import did_you_mean, format_path, short_repr
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
@@ -230,7 +230,7 @@ class Mapping:
             for i, e in entries:
                 n = names[i]
                 if not isinstance(e, dict):
-                    raise UserError(f"{at('levels', i)}: expected a mapping, got {e!r}")
+                    raise UserError(f"{at('levels', i)}: expected a mapping, got {short_repr(e)}")
                 if n not in level_names:
                     hint = did_you_mean(n, level_names) if n is not None else ""
                     raise UserError(f"{at('levels', i, 'level')}: expected one of {level_names}, got {n!r}{hint}")
@@ -241,7 +241,7 @@ class Mapping:
         levels = []
         for i, e in entries:
             if not isinstance(e, dict):
-                raise UserError(f"{at('levels', i)}: expected a mapping, got {e!r}")
+                raise UserError(f"{at('levels', i)}: expected a mapping, got {short_repr(e)}")
             extra = set(e) - set(_LEVEL_FIELDS)
             if extra:
                 raise UserError(f"{at('levels', i, min(map(str, extra)))}: unknown field"

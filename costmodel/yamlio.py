@@ -74,6 +74,9 @@ _COLLECTION_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode
 MAX_ALIAS_NODES = 100_000
 """Nodes that aliases may add to a file's own: a file whose aliases nest ("billion laughs") would
 otherwise expand into gigabytes before any field is checked."""
+MAX_DEPTH = 100
+"""Mappings and lists nested in one another at most (the formats need under 10): at 500 or so the
+converter, and JSON's parser at 1,000, ran out of Python's recursion limit with a traceback."""
 
 
 class _Converter:
@@ -103,6 +106,8 @@ class _Converter:
                                         "values out instead of nesting aliases")
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node, path)
+        if len(path) >= MAX_DEPTH:
+            raise UserError(f"{self.shown}:{node.start_mark.line + 1}: nested more than {MAX_DEPTH} levels deep")
         tag = _COLLECTION_TAGS[type(node)]
         if node.tag != tag:
             raise self.fail(node, path, f"unsupported YAML tag {node.tag!r} (plain mappings, lists and scalars only)")
@@ -217,10 +222,27 @@ def load_data(path: str | Path) -> tuple[Any, LineMap | None]:
             seen.add(key)
         return dict(pairs)
 
+    text = read_text(p, shown)
     try:
-        return json.loads(read_text(p, shown), object_pairs_hook=unique), None
+        data = json.loads(text, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:
         raise UserError(f"{shown}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise UserError(f"{shown}: nested more than {MAX_DEPTH} levels deep") from None
+    if _depth(data) > MAX_DEPTH:
+        raise UserError(f"{shown}: nested more than {MAX_DEPTH} levels deep")
+    return data, None
+
+
+def _depth(data: Any) -> int:
+    """How deeply lists and mappings nest in ``data`` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            stack.extend((x, level + 1) for x in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _expected_keys(model: Any, loc: Sequence[str | int]) -> list[str]:
@@ -327,7 +349,7 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
               and _resolves(p, data)]
     if err["type"] != "extra_forbidden" and deeper:
         loc, err = max(deeper, key=lambda pe: len(pe[0]))
-    got = _short(err.get("input"))
+    got = short_repr(err.get("input"))
     kind = err["type"]
     if kind == "missing":
         msg = "required field is missing"
@@ -386,9 +408,9 @@ def parse_size(value: Any, word_bits: int) -> int:
     elif m := _SIZE.match(value):
         number, unit = _finite(m.group(1), value, expected), m.group(2).lower()
     else:
-        raise ValueError(f"{expected}, got {_short(value)}")
+        raise ValueError(f"{expected}, got {short_repr(value)}")
     if number <= 0:
-        raise ValueError(f"{expected}, got {_short(value)}")
+        raise ValueError(f"{expected}, got {short_repr(value)}")
     if unit in _WORD_UNITS:
         words = number * _WORD_UNITS[unit]
     elif unit in _BYTE_UNITS:
@@ -396,7 +418,7 @@ def parse_size(value: Any, word_bits: int) -> int:
     else:
         raise ValueError(f"{expected} (units: B, KiB/KB, MiB/MB, GiB/GB, words), got {value!r}")
     if words > MAX_WORDS:
-        raise ValueError(f"{expected} of at most 2**53 words, got {_short(value)}")
+        raise ValueError(f"{expected} of at most 2**53 words, got {short_repr(value)}")
     if abs(words - round(words)) > 1e-9 or round(words) < 1:
         raise ValueError(f"{expected}; {value!r} is not a whole number of {word_bits}-bit words")
     return round(words)
@@ -412,9 +434,9 @@ def parse_frequency(value: Any) -> float:
     elif isinstance(value, str) and (m := _SIZE.match(value)) and m.group(2).lower() in _FREQ_UNITS:
         hz = _finite(m.group(1), value, expected) * _FREQ_UNITS[m.group(2).lower()]
     else:
-        raise ValueError(f"{expected}, got {_short(value)}")
+        raise ValueError(f"{expected}, got {short_repr(value)}")
     if hz <= 0 or hz > MAX_HZ:
-        raise ValueError(f"{expected} up to 1 PHz, got {_short(value)}")
+        raise ValueError(f"{expected} up to 1 PHz, got {short_repr(value)}")
     return hz
 
 
@@ -426,11 +448,11 @@ def _finite(number: Any, value: Any, expected: str) -> float:
     except OverflowError:
         out = math.inf
     if not math.isfinite(out):
-        raise ValueError(f"{expected}, got {_short(value)}")
+        raise ValueError(f"{expected}, got {short_repr(value)}")
     return out
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """``repr(value)`` cut to a readable length (a pasted 400-digit number is still a mistake)."""
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"

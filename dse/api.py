@@ -21,10 +21,15 @@ if TYPE_CHECKING:
 
 
 def _path(value: Any, name: str) -> Path:
-    """An argument that names a file (or a shipped name): a str or Path, not empty. Anything else is
-    a TypeError naming the argument, not one from pathlib or from deep inside."""
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
+    """An argument that names a file (or a shipped name): a str or Path, not empty. Another type is
+    a TypeError naming the argument, not one from pathlib or from deep inside; an empty string is a
+    UserError (`dse evaluate --hw ""` printed a traceback)."""
+    from costmodel.errors import UserError
+
+    if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}: expected a file path or name (str or os.PathLike), got {value!r:.60}")
+    if not str(value):
+        raise UserError(f"{name}: empty; expected a file path or name")
     return Path(value)
 
 

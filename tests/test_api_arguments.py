@@ -6,6 +6,8 @@ Architecture is expected."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,7 +46,6 @@ def _api():
     (lambda: _api().load_layer(None), "path: expected a file path or name"),
     (lambda: _api().load_workload(42), "model: expected a file path or name"),
     (lambda: _api().compile_model(None, "tpu_like"), "model: expected a file path or name"),
-    (lambda: _api().load_hw(""), "hw: expected a file path or name"),
     (lambda: _api().load_mapping("m.yaml", None, ARCH), "problem: expected a costmodel.problem.Problem"),
     (lambda: _api().load_mapping("m.yaml", ARCH, LAYER), "problem: expected a costmodel.problem.Problem"),
     (lambda: _api().load_mapping("m.yaml", LAYER, 3), "arch: expected an Architecture"),
@@ -52,6 +53,16 @@ def _api():
 def test_wrong_kind_of_object_is_a_type_error_naming_the_argument(call, names):
     with pytest.raises(TypeError, match=names):
         call()
+
+
+def test_an_empty_path_is_a_user_error() -> None:
+    """The right type with no value: a user's mistake (`dse evaluate --hw ""`), exit 2 on the CLI."""
+    with pytest.raises(UserError, match="^hw: empty; expected a file path or name$"):
+        _api().load_hw("")
+    out = subprocess.run([sys.executable, "-c", "from dse.cli import main; main()", "evaluate", "--hw", "",
+                          "--layer", "l.yaml", "--mapping", "m.yaml"], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert (out.returncode, out.stderr) == (2, "error: hw: empty; expected a file path or name\n")
 
 
 def test_a_config_name_serves_as_the_architecture():

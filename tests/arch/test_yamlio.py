@@ -4,7 +4,15 @@ import pytest
 import yaml
 
 from costmodel.errors import UserError
-from costmodel.yamlio import MAX_ALIAS_NODES, format_path, load_data, load_yaml, parse_frequency, parse_size
+from costmodel.yamlio import (
+    MAX_ALIAS_NODES,
+    MAX_DEPTH,
+    format_path,
+    load_data,
+    load_yaml,
+    parse_frequency,
+    parse_size,
+)
 
 
 @pytest.mark.parametrize(
@@ -108,6 +116,26 @@ def test_nested_aliases_are_refused_before_they_expand(tmp_path):
     ok = tmp_path / "ok.yaml"  # the same aliases three levels deep: 1,110 nodes, read as YAML says
     ok.write_text("\n".join(rows[:3]) + "\n")
     assert load_yaml(ok)[0] == yaml.safe_load(ok.read_text())
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+@pytest.mark.parametrize("depth", [MAX_DEPTH, MAX_DEPTH + 1, 600, 999])
+def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path, suffix, depth):
+    """Lists nested 600 deep ran out of Python's recursion limit in the converter (YAML) and at
+    1,000 in json.loads, with a traceback; up to MAX_DEPTH they load as they are."""
+    p = tmp_path / f"deep{suffix}"
+    p.write_text("[" * depth + "]" * depth + "\n")
+    if depth <= MAX_DEPTH:
+        data, _ = load_data(p)
+        for _ in range(depth - 1):
+            assert isinstance(data, list) and len(data) == 1
+            data = data[0]
+        assert data == []
+        return
+    with pytest.raises(UserError) as err:
+        load_data(p)
+    line = ":1" if suffix == ".yaml" else ""
+    assert str(err.value) == f"{p}{line}: nested more than {MAX_DEPTH} levels deep"
 
 
 def test_json_duplicate_keys_are_refused(tmp_path):
