@@ -167,7 +167,7 @@ def _too_long(arch: Architecture, at: int, n: int) -> UserError:
         causes.append(f"systolic array {arch.systolic.rows} x {arch.systolic.cols}")
     which = "the mapping" if n == 1 else f"mapping {at} of the batch"
     return UserError(f"{getattr(arch, 'source', arch.name)}: {which} takes more than "
-                     f"2**53 cycles in one term of its latency (cycles are counted in 64-bit integers); "
+                     f"2**58 cycles in one term of its latency (cycles are counted in 64-bit integers); "
                      f"check the config's scale ({'; '.join(causes) or 'its bandwidths'})")
 
 
@@ -269,7 +269,7 @@ class LatencyStage:
 
     def run(self, lo: int, hi: int) -> None:
         """Cycles of mappings lo..hi-1 (their counts must be in already). A UserError if a term of
-        one passes 2**53 cycles (latency_kernel.LIMIT): only an absurd bandwidth or array gets there."""
+        one passes 2**58 cycles (latency_kernel.LIMIT): only an absurd bandwidth or array gets there."""
         at = latency_kernel.latency(*self._inputs, lo, hi, *self._outputs)
         if at >= 0:
             raise _too_long(self._arch, at, self.lat.total.shape[0])

@@ -23,12 +23,12 @@ from numba import njit
 
 NONE, SCALESIM, OVERLAPPED = 0, 1, 2  # systolic modes (NONE: a plain PE array)
 BLOCK = 128
-LIMIT = 2.0**53
-"""The most cycles any one term of a mapping's latency may reach (about 9e15: 104 days at 1 GHz).
-Why: the pipeline's terms are floats, exact only below 2**53, and the kernel adds up to L + 2
-terms in int64; past 2**63 (a bandwidth of 1e-15 words per cycle, or a systolic array of 10^5
-rows) the cycles wrapped around silently into a small or negative latency. A mapping with a
-larger term is reported, not costed."""
+LIMIT = 2.0**58
+"""The most cycles any one term of a mapping's latency may reach (about 3e17: nine years at 1 GHz).
+Why: the kernel adds up to L + 2 terms in int64; past 2**63 (a bandwidth of 1e-15 words per
+cycle, or a systolic array of 10^5 rows) the cycles wrapped around silently into a small or
+negative latency. A mapping with a larger term is reported, not costed. (Above 2**53 the
+pipeline's float terms round to a relative 1e-16; no mapper's choice turns on that.)"""
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -38,7 +38,7 @@ def _latency(arch, problem, overlap: bool) -> int | None:
     try:
         return evaluate(problem, arch, mapping, overlap=overlap).latency_cycles
     except UserError as exc:
-        assert re.search(r"takes more than 2\*\*53 cycles .*buffer read_bw", str(exc)), exc
+        assert re.search(r"takes more than 2\*\*58 cycles .*buffer read_bw", str(exc)), exc
         return None
 
 
@@ -64,7 +64,7 @@ def test_a_huge_systolic_array_is_refused_not_wrapped(tmp_path: Path) -> None:
     """2**47 MACs, all in DRAM's loops (order M, N, K), on a weight-stationary R x 2 array: K, the
     innermost loop, indexes the weights, so each fold streams T = 1 and there are F = 2**47 folds.
     The overlapped fold model (docs/costmodel.md) in Python integers is then
-    steps + (2R + C - 2) + (F - 1)(R - T); the latency is at least that, or, past 2**53 cycles,
+    steps + (2R + C - 2) + (F - 1)(R - T); the latency is at least that, or, past 2**58 cycles,
     the config is refused with its array named."""
     problem = load_problem(_layer(tmp_path))
     steps = folds = 2**47
@@ -78,10 +78,11 @@ def test_a_huge_systolic_array_is_refused_not_wrapped(tmp_path: Path) -> None:
             ev = evaluate(problem, arch, mapping)
         except UserError as exc:
             assert f"systolic array {rows} x 2" in str(exc), exc
-            assert compute >= 2**53
+            assert compute >= 2**58
             continue
-        assert compute < 2**53
-        assert ev.latency_cycles >= compute == ev.batch.lat.compute[0]
+        assert compute < 2**58
+        assert ev.batch.lat.compute[0] == compute
+        assert ev.latency_cycles >= compute * (1 - 2**-50)  # (the pipeline's floats round above 2**53)
 
 
 def _layer(tmp_path: Path) -> Path:
@@ -102,5 +103,5 @@ def test_cli_exit_2_one_line(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", "from dse.cli import main; main()", "evaluate", "--hw", str(hw), "--layer", str(LAYER),
                           "--mapping", str(MAPPING)], capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2 and out.stdout == ""
-    assert re.fullmatch(r"error: .*slow\.yaml: the mapping takes more than 2\*\*53 cycles .*"
+    assert re.fullmatch(r"error: .*slow\.yaml: the mapping takes more than 2\*\*58 cycles .*"
                         r"buffer read_bw 1e-15 words/cycle\)\n", out.stderr), out.stderr
