@@ -44,12 +44,15 @@ Dim = Literal["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"]  # the
 Datatype = Literal["int8", "int16", "fp16", "bf16", "fp32"]
 
 
-def _not_bool(what: str) -> BeforeValidator:
-    """YAML's true/false are no numbers (pydantic would take them as 1 and 0)."""
+def _plain_number(what: str) -> BeforeValidator:
+    """A number as YAML writes one: pydantic would take true/false as 1 and 0, "8" as 8 and, for an
+    integer, 4.0 as 4, where the layer and mapping files refuse them (so a quoted or mistyped
+    value is a mistake in every file)."""
 
     def check(value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError(f"expected {what}, got {value}")  # noqa: TRY004 (pydantic reports ValueErrors only)
+        integer = what == "an integer"
+        if isinstance(value, (bool, str)) or (integer and isinstance(value, float)):
+            raise ValueError(f"expected {what}, got {value!r}")  # (pydantic reports ValueErrors only)
         return value
 
     return BeforeValidator(check)
@@ -62,8 +65,8 @@ def _named(value: str) -> str:
     return value
 
 
-Number = _not_bool("a number")
-PosInt = Annotated[int, Field(gt=0, le=10**9), _not_bool("an integer")]  # bounded: counts stay exact in int64
+Number = _plain_number("a number")
+PosInt = Annotated[int, Field(gt=0, le=10**9), _plain_number("an integer")]  # bounded: counts stay exact in int64
 PosFloat = Annotated[float, Field(gt=0), Number]
 NonNeg = Annotated[float, Field(ge=0), Number]
 Name = Annotated[str, AfterValidator(_named)]

@@ -280,12 +280,16 @@ def _tried_values(knob: Knob) -> Iterator[tuple[PathKey, Any, str]]:
         assert knob.low is not None and knob.high is not None
         cast = int if knob.is_int else float
         low, high = cast(knob.low), cast(knob.high)
-        yield ("low",), low, ""
-        yield ("high",), high, ""
+
+        def note(v: float) -> str:
+            return "" if knob.is_int else (f" ({v:g} is a value of this float range: for an integer field "
+                                           "give integer low and high, or type: int)")
+
+        yield ("low",), low, note(low)
+        yield ("high",), high, note(high)
         if not knob.is_int:
             inner = _inner_value(low, high, knob.step)
-            yield (), inner, (f" ({inner:g} is a value of this float range: for an integer field give "
-                              "integer low and high, or type: int)")
+            yield (), inner, note(inner)
 
 
 def _check_format(fmt: str, values: list[Any], lines: LineMap, at: tuple) -> None:

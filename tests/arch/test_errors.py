@@ -150,6 +150,12 @@ CASES = [
     ("    read_bw: 4", "    read_bw: true", 15, "levels[1].read_bw", "expected a number, got True"),
     ("count: 4", "count: true", 4, "mac.count", "expected an integer, got True"),
     ("fanout: {x: 2, y: 2}", "fanout: {x: true, y: 2}", 16, "levels[1].fanout.x", "expected an integer, got True"),
+    # nor a quoted number a number, nor 4.0 an integer (pydantic would take both; layer and
+    # mapping files refuse them too)
+    ("    read_bw: 4", '    read_bw: "4"', 15, "levels[1].read_bw", "expected a number, got '4'"),
+    ("count: 4", "count: 4.0", 4, "mac.count", "expected an integer, got 4.0"),
+    ("fanout: {x: 2, y: 2}", 'fanout: {x: "2", y: 2}', 16, "levels[1].fanout.x", "expected an integer, got '2'"),
+    ("technology: {node_nm: 45}", 'technology: {node_nm: "45"}', 3, "technology.node_nm", "expected a number, got '45'"),
     ("    read_bw: 4", "    read_bw: 4\n    multicast: 'off'", 16, "levels[1].multicast", "expected true or false, got 'off'"),
     ("    read_bw: 4", "    read_bw: 4\n    double_buffered: 1", 16, "levels[1].double_buffered", "expected true or false"),
     ("  - name: rf", "  - name: '  '", 17, "levels[2].name", "expected a non-empty name, got '  '"),

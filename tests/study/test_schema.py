@@ -110,8 +110,8 @@ FREQ = "expected a positive frequency like '1 GHz' or '200 MHz' (or Hz as a numb
          "s.yaml:7: knobs.rows.choices[0]: levels.buffer.fanout.y: expected an integer, got {'a': 1}"),
         ("choices: [2, 4]", "low: 1.5, high: 4",
          "s.yaml:7: knobs.rows.low: levels.buffer.fanout.y: expected an integer, got 1.5"),
-        ("choices: [2, 4]", "low: 2.0, high: 4.0", ("s.yaml:7: knobs.rows: levels.buffer.fanout.y: expected an "
-         "integer, got 3.5 (3.5 is a value of this float range: for an integer field give integer low and high")),
+        ("choices: [2, 4]", "low: 2.0, high: 4.0", ("s.yaml:7: knobs.rows.low: levels.buffer.fanout.y: expected an "
+         "integer, got 2.0 (2 is a value of this float range: for an integer field give integer low and high")),
         ("path: levels.buffer.fanout.y, choices: [2, 4]", "path: technology.dram, choices: [LPDDR4, LPDDR9]",
          ("s.yaml:7: knobs.rows.choices[1]: technology.dram: expected 'LPDDR4', 'LPDDR5', 'HBM2', 'DDR4', 'DDR3' or "
          "'GDDR5', got 'LPDDR9'")),
@@ -123,7 +123,9 @@ FREQ = "expected a positive frequency like '1 GHz' or '200 MHz' (or Hz as a numb
         ("log: true}", "log: true, format: '{x}'}", ("s.yaml:8: knobs.glb.format: expected a format like '{} KiB' "
          "that takes the knob's values, got '{x}' (KeyError: 'x')")),
         ("choices: [2, 4]", "choices: ['2', 4]",
-         "s.yaml:7: knobs.rows.choices[0]: expected a number (knobs.pes.expr reads the knob), got '2'"),
+         "s.yaml:7: knobs.rows.choices[0]: levels.buffer.fanout.y: expected an integer, got '2'"),
+        ("path: levels.buffer.fanout.y, choices: [2, 4]", "path: technology.dram, choices: [LPDDR4, LPDDR5]",
+         "s.yaml:7: knobs.rows.choices[0]: expected a number (knobs.pes.expr reads the knob), got 'LPDDR4'"),
         ("knobs:\n", "knobs:\n  speed: {presets: {fast: {clock: 1 GHz}, slow: {clock: slow}}}\n",
          f"s.yaml:7: knobs.speed.presets.slow: clock: {FREQ}, got 'slow'"),
     ],
