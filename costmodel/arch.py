@@ -67,8 +67,10 @@ def _named(value: str) -> str:
 
 Number = _plain_number("a number")
 PosInt = Annotated[int, Field(gt=0, le=10**9), _plain_number("an integer")]  # bounded: counts stay exact in int64
-PosFloat = Annotated[float, Field(gt=0), Number]
-NonNeg = Annotated[float, Field(ge=0), Number]
+# bounded: any energy (pJ), power (mW), area (mm^2) or bandwidth (words/cycle) a design has is far
+# below 10^12, and above it products overflowed to inf (an energy of Infinity, invalid JSON)
+PosFloat = Annotated[float, Field(gt=0, le=1e12), Number]
+NonNeg = Annotated[float, Field(ge=0, le=1e12), Number]
 Name = Annotated[str, AfterValidator(_named)]
 REPO = Path(__file__).resolve().parent.parent
 HWCONFIGS = REPO / "hwconfigs"

@@ -435,8 +435,8 @@ def parse_frequency(value: Any) -> float:
         hz = _finite(m.group(1), value, expected) * _FREQ_UNITS[m.group(2).lower()]
     else:
         raise ValueError(f"{expected}, got {short_repr(value)}")
-    if hz <= 0 or hz > MAX_HZ:
-        raise ValueError(f"{expected} up to 1 PHz, got {short_repr(value)}")
+    if hz < 1 or hz > MAX_HZ:  # (below 1 Hz, the seconds, leakage and EDP of a layer ran to inf)
+        raise ValueError(f"{expected} from 1 Hz up to 1 PHz, got {short_repr(value)}")
     return hz
 
 

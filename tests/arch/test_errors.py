@@ -133,6 +133,10 @@ CASES = [
     ("clock: 1 GHz", "clock: .inf", 2, "clock", "expected a positive frequency"),
     ("    read_bw: 4", "    read_bw: .nan", 15, "levels[1].read_bw", "expected a finite number, got nan"),
     ("    read_bw: 4", "    read_bw: 4\n    read_pj: .inf", 16, "levels[1].read_pj", "expected a finite number"),
+    # finite, but products of them overflowed to inf (an energy of Infinity: invalid JSON)
+    ("    read_bw: 4", "    read_bw: 4\n    read_pj: 1.0e+308", 16, "levels[1].read_pj",
+     "expected a number <= 1e+12, got 1e+308"),
+    ("clock: 1 GHz", "clock: 1.0e-300", 2, "clock", "from 1 Hz up to 1 PHz, got 1e-300"),
     ("    capacity: 4 KiB", "    capacity: .nan", 13, "levels[1].capacity", "expected a positive size"),
     ("    capacity: 4 KiB", "    capacity: 1e400 KiB", 13, "levels[1].capacity", "got '1e400 KiB'"),
     ("    capacity: 4 KiB", "    capacity: 1" + "0" * 400, 13, "levels[1].capacity", "(401 characters)"),
