@@ -472,6 +472,10 @@ def _short_form(data: dict[str, Any]) -> Problem:
     params = _mapping(data, "params", f"{kind} fields")
     _known(top, fields)
     _known(params, fields, ("params",))
+    both = [name for name in params if name in top]
+    if both:  # (which one would win is a guess: `m: 10` beside `params: {m: 64}` took 64 silently)
+        raise _bad(("params", both[0]), f"{both[0]} is given twice, here and at the top level ({top[both[0]]!r}); "
+                                        "give it once")
     args = top | params
     missing = [name for name, p in signature.items() if p.default is p.empty and name not in args]
     if missing:

@@ -51,6 +51,9 @@ def test_shipped_examples_load():
     ("kind: nope\n", "field 'kind'"),
     ("kind: conv2d\nc_in: 4\n", "bad arguments for conv2d"),
     ("- 1\n- 2\n", "expected a mapping"),
+    # a field both at the top and under params (to_dict's form): which one wins would be a guess
+    ("kind: matmul\nm: 10\nparams: {m: 64, k: 32, n: 48}\n",
+     r"bad.yaml:3: field 'params.m': m is given twice, here and at the top level \(10\); give it once$"),
 ])
 def test_bad_files_name_the_file(tmp_path, text, match):
     f = tmp_path / "bad.yaml"
