@@ -30,7 +30,7 @@ from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.padding import check_padding, padded_problem, padding_hint
 from costmodel.problem import Problem, as_int
-from costmodel.yamlio import did_you_mean, format_path, short_repr
+from costmodel.yamlio import LineMap, did_you_mean, format_path, short_repr
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
@@ -101,6 +101,24 @@ def _hint(extra: set[Any], allowed: Sequence[str]) -> str:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where a mapping came from, for :meth:`Mapping.validate`'s messages: a name (the file, or
+    'mapping') and, for a loaded file, its lines and the file entry of each of the config's levels
+    (-1: not listed), so a message points at the line of the field it is about."""
+
+    name: str = "mapping"
+    lines: LineMap | None = None
+    index: tuple[int, ...] = ()
+
+    def at(self, level: int | None = None, *field: str) -> str:
+        """``name:line`` of the config level's ``field`` (its entry's line, else the name alone)."""
+        if self.lines is None or level is None or level >= len(self.index) or self.index[level] < 0:
+            return self.name
+        line = self.lines.line(("levels", self.index[level], *field))
+        return f"{self.name}:{line}" if line is not None else self.name
+
+
+@dataclass(frozen=True)
 class Mapping:
     """One LevelMapping per architecture level, outermost (DRAM) first; ``padded`` holds the padded
     bounds ``(dim, bound)`` of the dimensions it pads (empty: every factor product is the size)."""
@@ -119,34 +137,37 @@ class Mapping:
         return tensor in arch.levels[level].holds and tensor not in self.levels[level].bypass
 
     # ---- validation ------------------------------------------------------------------------------
-    def validate(self, problem: Problem, arch: Architecture, where: str = "mapping") -> None:
-        """Raise UserError naming the first thing that makes this mapping impossible."""
+    def validate(self, problem: Problem, arch: Architecture, where: str | Place = "mapping") -> None:
+        """Raise UserError naming the first thing that makes this mapping impossible (with a
+        :class:`Place`, at the line of the field)."""
+        place = where if isinstance(where, Place) else Place(where)
+        at, where = place.at, place.name
         alevels = arch.levels
         if len(self.levels) != len(alevels):
             raise UserError(f"{where}: has {len(self.levels)} levels, architecture {arch.name} has "
                             f"{len(alevels)} ({', '.join(lv.name for lv in alevels)})")
         dims = set(problem.dim_names)
         tensors = {t.name for t in problem.tensors}
-        for lm, lv in zip(self.levels, alevels):
+        for li, (lm, lv) in enumerate(zip(self.levels, alevels)):
             for what, facs in (("temporal", lm.temporal), ("spatial_x", lm.spatial_x),
                                ("spatial_y", lm.spatial_y)):
                 for d, f in facs.items():
                     if d not in dims:
-                        raise UserError(f"{where}: level {lv.name} {what}: unknown dimension {d!r} "
+                        raise UserError(f"{at(li, what, d)}: level {lv.name} {what}: unknown dimension {d!r} "
                                         f"(problem has {', '.join(problem.dim_names)})")
                     if as_int(f) is None or f < 1:
-                        raise UserError(f"{where}: level {lv.name} {what}.{d}: expected a positive "
+                        raise UserError(f"{at(li, what, d)}: level {lv.name} {what}.{d}: expected a positive "
                                         f"integer, got {f!r}")
             bad = [d for d in lm.order if d not in dims]
             if bad or len(set(lm.order)) != len(lm.order):
-                raise UserError(f"{where}: level {lv.name} order {list(lm.order)}: expected distinct "
+                raise UserError(f"{at(li, 'order')}: level {lv.name} order {list(lm.order)}: expected distinct "
                                 f"dimensions of {', '.join(problem.dim_names)}")
             unknown = sorted(set(lm.bypass) - tensors)
             if unknown:
-                raise UserError(f"{where}: level {lv.name} bypass: unknown tensors {unknown} "
+                raise UserError(f"{at(li, 'bypass')}: level {lv.name} bypass: unknown tensors {unknown} "
                                 f"(problem has {', '.join(sorted(tensors))})")
         if self.levels[0].bypass:
-            raise UserError(f"{where}: level {alevels[0].name} (outermost) must keep every tensor, "
+            raise UserError(f"{at(0, 'bypass')}: level {alevels[0].name} (outermost) must keep every tensor, "
                             f"but bypasses {sorted(self.levels[0].bypass)}")
         pad = check_padding(self, problem, arch, where)
         for d, size in problem.dims:
@@ -163,11 +184,11 @@ class Mapping:
                 raise UserError(f"{where}: dimension {d}: factors multiply to {prod} "
                                 f"({' x '.join(parts) or 'no factors'}), expected {expected}"
                                 f"{padding_hint(d, size, prod, pad, arch)}")
-        for lm, lv in zip(self.levels, alevels):
+        for li, (lm, lv) in enumerate(zip(self.levels, alevels)):
             for axis, facs, limit in (("X", lm.spatial_x, lv.fanout_x), ("Y", lm.spatial_y, lv.fanout_y)):
                 used = math.prod(facs.values())
                 if used > limit:
-                    raise UserError(f"{where}: level {lv.name}: spatial {axis} factors "
+                    raise UserError(f"{at(li, 'spatial_' + axis.lower())}: level {lv.name}: spatial {axis} factors "
                                     f"{ {d: f for d, f in facs.items() if f != 1} } use {used} "
                                     f"instances, fan-out {axis} is {limit}")
         from costmodel.tiles import tile_words  # late: tiles imports this module
@@ -185,7 +206,7 @@ class Mapping:
             if need > usable:
                 detail = ", ".join(f"{n} {w}" for n, w in kept)
                 db = f" ({usable} usable with double buffering)" if lv.double_buffered else ""
-                raise UserError(f"{where}: level {lv.name}: tiles of kept tensors need {need} words "
+                raise UserError(f"{at(li)}: level {lv.name}: tiles of kept tensors need {need} words "
                                 f"({detail}) but capacity is {lv.capacity_words} words{db}; "
                                 f"overflow {need - usable} word{'' if need - usable == 1 else 's'}")
 
@@ -222,24 +243,8 @@ class Mapping:
         if not isinstance(data, dict) or not isinstance(data.get("levels"), list):
             raise UserError(f"{where}: expected a mapping with a 'levels' list")
         padded = tuple(_factors(data.get("padded"), at("padded")).items())
-        entries = list(enumerate(data["levels"]))  # (index in the file, entry)
-        names = [e.get("level") if isinstance(e, dict) else None for _, e in entries]
-        if arch is not None and any(n is not None for n in names):
-            level_names = [lv.name for lv in arch.levels]
-            slots: list[tuple[int, Any]] = [(-1, {}) for _ in level_names]
-            for i, e in entries:
-                n = names[i]
-                if not isinstance(e, dict):
-                    raise UserError(f"{at('levels', i)}: expected a mapping, got {short_repr(e)}")
-                if n not in level_names:
-                    hint = did_you_mean(n, level_names) if n is not None else ""
-                    raise UserError(f"{at('levels', i, 'level')}: expected one of {level_names}, got {n!r}{hint}")
-                if n in names[:i]:
-                    raise UserError(f"{at('levels', i, 'level')}: {n!r} is listed twice")
-                slots[level_names.index(n)] = (i, e)
-            entries = slots
         levels = []
-        for i, e in entries:
+        for i, e in _entries(data["levels"], arch, at):
             if not isinstance(e, dict):
                 raise UserError(f"{at('levels', i)}: expected a mapping, got {short_repr(e)}")
             extra = set(e) - set(_LEVEL_FIELDS)
@@ -305,14 +310,38 @@ class Mapping:
         return "\n".join(lines)
 
 
+def _entries(raw: list[Any], arch: Architecture | None, at: Any) -> list[tuple[int, Any]]:
+    """(index in the file, entry) per level: the config's levels in order where the entries name
+    their ``level`` (-1 and no loops for a level not listed), else the entries as they are."""
+    entries = list(enumerate(raw))
+    names = [e.get("level") if isinstance(e, dict) else None for _, e in entries]
+    if arch is None or all(n is None for n in names):
+        return entries
+    level_names = [lv.name for lv in arch.levels]
+    slots: list[tuple[int, Any]] = [(-1, {}) for _ in level_names]
+    for i, e in entries:
+        n = names[i]
+        if not isinstance(e, dict):
+            raise UserError(f"{at('levels', i)}: expected a mapping, got {short_repr(e)}")
+        if n not in level_names:
+            hint = did_you_mean(n, level_names) if n is not None else ""
+            raise UserError(f"{at('levels', i, 'level')}: expected one of {level_names}, got {n!r}{hint}")
+        if n in names[:i]:
+            raise UserError(f"{at('levels', i, 'level')}: {n!r} is listed twice")
+        slots[level_names.index(n)] = (i, e)
+    return slots
+
+
 def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapping:
-    """Read a YAML/JSON mapping file and validate it against the layer and the config."""
+    """Read a YAML/JSON mapping file and validate it against the layer and the config (a mistake
+    is reported at the line of its field, in YAML)."""
     from costmodel.yamlio import load_data
 
     path = Path(path)
     data, lines = load_data(path)
     mapping = Mapping.from_dict(data, arch, where=str(path), lines=lines)
-    mapping.validate(problem, arch, where=str(path))
+    index = tuple(i for i, _ in _entries(data["levels"], arch, None))
+    mapping.validate(problem, arch, where=Place(lines.file if lines is not None else str(path), lines, index))
     return mapping
 
 

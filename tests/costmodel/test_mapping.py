@@ -125,6 +125,47 @@ def test_load_mapping_errors_name_the_file(tmp_path, text, message):
         load_mapping(tmp_path / "missing.yaml", PROB, ARCH)
 
 
+@pytest.mark.parametrize(("edits", "line", "message"), [
+    ([("{S: 3}", "{S: 3, Z: 1}")], 11, "level rf temporal: unknown dimension 'Z'"),
+    ([("order: [P, Q]", "order: [P, Q, Z]")], 4, "level buffer order ['P', 'Q', 'Z']: expected distinct"),
+    ([("order: [S]", "order: [S]\n    bypass: [X]")], 13, "level rf bypass: unknown tensors ['X']"),
+    ([("spatial_x: {K: 2}", "spatial_x: {K: 2, C: 2}"), ("{K: 2, C: 2, P: 2", "{K: 2, P: 2")], 5,
+     "level buffer: spatial X factors {'K': 2, 'C': 2} use 4 instances, fan-out X is 2"),
+    ([("{S: 3}", "{S: 3, R: 3}"), ("P: 2, R: 3}", "P: 2}")], 10, "level rf: tiles of kept tensors need"),
+    ([("{S: 3}", "{S: 3, C: 2}")], None, "dimension C: factors multiply to 4"),  # (no one field: no line)
+])
+def test_validation_errors_of_a_file_name_the_line(tmp_path, edits, line, message):
+    """The checks against the layer and config point at the line of the field they are about, with
+    the entries named by level and listed in another order than the config's (rf first)."""
+    text = """levels:
+  - level: rf
+    temporal: {S: 3}
+    order: [S]
+  - level: buffer
+    temporal: {P: 2, Q: 2}
+    order: [P, Q]
+    spatial_x: {K: 2}
+    spatial_y: {Q: 2}
+  - level: DRAM
+    temporal: {K: 2, C: 2, P: 2, R: 3}
+    order: [K, C, P, R]
+"""
+    # (the rf entry moved last, so its line numbers are not those of the config's level order)
+    text = text.replace("  - level: rf\n    temporal: {S: 3}\n    order: [S]\n", "") + \
+        "  - level: rf\n    temporal: {S: 3}\n    order: [S]\n"
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    assert load_mapping(path, PROB, ARCH) == good()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    path.write_text(text)
+    with pytest.raises(UserError) as err:
+        load_mapping(path, PROB, ARCH)
+    where = f"{path}:{line}: " if line else f"{path}: "
+    assert str(err.value).startswith(where + message), str(err.value)
+
+
 def test_loop_nest_printout():
     text = good().loop_nest(PROB, ARCH)
     lines = text.splitlines()
