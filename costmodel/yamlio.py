@@ -177,13 +177,14 @@ _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 
 def read_text(path: Path, shown: str) -> str:
-    """A hand-edited file's text; unreadable or non-UTF-8 -> a UserError naming the file and line."""
+    """A hand-edited file's text; unreadable or non-UTF-8 -> a UserError naming the file and line.
+    A leading byte-order mark (Windows editors write one) is dropped: YAML allowed it, JSON did not."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise UserError(f"{shown}: cannot read file ({exc.strerror or exc})") from None
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise UserError(f"{shown}:{line}: expected UTF-8 text, got byte 0x{raw[exc.start]:02x}") from None

@@ -138,6 +138,13 @@ def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path, suffix, depth)
     assert str(err.value) == f"{p}{line}: nested more than {MAX_DEPTH} levels deep"
 
 
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_byte_order_mark_is_read_past(tmp_path, suffix):
+    p = tmp_path / f"bom{suffix}"
+    p.write_bytes(b"\xef\xbb\xbf" + b'{"levels": [{"temporal": {"P": 4}}]}\n')
+    assert load_data(p)[0] == {"levels": [{"temporal": {"P": 4}}]}
+
+
 def test_json_duplicate_keys_are_refused(tmp_path):
     p = tmp_path / "m.json"
     p.write_text('{"levels": [{"temporal": {"P": 4}, "temporal": {"P": 2}}]}')
