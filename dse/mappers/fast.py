@@ -55,7 +55,7 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
     rng = np.random.default_rng(seed)
     state = SearchState(obj, track_pareto=pareto)
     deadline = t0 + time_limit_s if time_limit_s is not None else np.inf
-    ev = Evaluator(ms, state, int(max_evaluations * explore), deadline, eval_kw, victory)
+    ev = Evaluator(ms, state, max(1, int(max_evaluations * explore)), deadline, eval_kw, victory)
     moves = MoveTables(ms.tables)
     pairs = top_pairs(ms, obj, 64)
     pop = initial(ms, rng, min(4 * population, max(population, ev.budget // 3)), pairs)
