@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from costmodel.atomic import atomic_write_bytes
+from costmodel.atomic import atomic_write_all
 
 SECTIONS = ("summary", "pareto", "ppa", "energy", "latency", "roofline", "utilization", "area", "importance")
 MAP_SECTIONS = ("summary", "energy", "latency", "roofline", "utilization", "area")
@@ -71,69 +71,73 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
                f"{m.mapper} mapper, objective {m.objective}, budget {m.max_evaluations:,} evaluations per "
                f"layer shape, seed {m.seed}. Breakdowns below are of trial {int(row['trial'])} "
                f"({plots.knob_label(row, knobs)}).")
-    design_secs = _design_sections(design.layers, design.arch, area, files_dir(output))
+    figures = Figures(output)
+    design_secs = _design_sections(design.layers, design.arch, area, figures)
     sections = [
         Section("summary", "Summary", summary),
         Section("pareto", "Pareto front", "Feasible designs coloured by area; grey: infeasible.",
-                png=_render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs),
-                            files_dir(output))),
+                png=figures.render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs))),
         Section("ppa", "PPA summary of the Pareto designs", "", ppa.style.set_uuid("ppa").format(metric_fmt)
                 .hide(axis="index").to_html()),
         *design_secs,
         Section("importance", "Knob importance", "Main-effect share of each objective's (log) variance.",
-                png=_render("importance", lambda: plots.knob_importance(importance), files_dir(output))),
+                png=figures.render("importance", lambda: plots.knob_importance(importance))),
     ]
-    atomic_write_bytes(output, render(f"Study report: {study.name}", sections).encode("utf-8"))
+    figures.write(render(f"Study report: {study.name}", sections), SECTIONS)
     return output
 
 
-def files_dir(output: Path) -> Path:
-    """Where the PNGs of ``output`` go: ``<stem>_files/`` next to it."""
-    d = output.parent / f"{output.stem}_files"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+class Figures:
+    """The figures of one report, kept in memory until :meth:`write` puts them in
+    ``<output stem>_files/`` (PNG and SVG) together with the HTML page: a report that fails or is
+    killed half-way leaves the previous report's files, not some new figures beside old ones."""
+
+    def __init__(self, output: Path) -> None:
+        self.output = output
+        self.folder = output.parent / f"{output.stem}_files"
+        self.files: dict[Path, bytes] = {}
+
+    def render(self, name: str, draw: Callable[[], Any]) -> bytes:
+        """Draw a figure in the default style; keep it as ``name.png`` and ``.svg``; return the PNG."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        # a fixed salt: the SVGs' clip-path ids are then the same on every run (byte-identical reports)
+        with plt.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "accel-dse"}):
+            fig = draw()
+            data, svg = _save(fig, "png"), _save(fig, "svg")
+        self.files[self.folder / f"{name}.png"] = data
+        self.files[self.folder / f"{name}.svg"] = svg
+        return data
+
+    def write(self, html: str, sections: tuple[str, ...]) -> None:
+        """The page and its figures, all at once; then the figures of report sections outside
+        ``sections`` go: a study report written earlier to the same name would leave its Pareto
+        front and knob importance beside a design report that has neither."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_all({**self.files, self.output: html.encode("utf-8")})
+        for name in set(SECTIONS) - set(sections):
+            for ext in ("png", "svg"):
+                (self.folder / f"{name}.{ext}").unlink(missing_ok=True)
 
 
-def _drop_other_figures(folder: Path, sections: tuple[str, ...]) -> None:
-    """Removes from ``folder`` the figures of report sections outside ``sections``: a study
-    report written earlier to the same name would leave its Pareto front and knob importance
-    beside a design report that has neither. (Only files named for a section go.)"""
-    for name in set(SECTIONS) - set(sections):
-        for ext in ("png", "svg"):
-            (folder / f"{name}.{ext}").unlink(missing_ok=True)
-
-
-def _render(name: str, draw: Callable[[], Any], folder: Path) -> bytes:
-    """Draw a figure in the default style, save it as ``folder/name.png`` and ``.svg``, return the PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    # a fixed salt: the SVGs' clip-path ids are then the same on every run (byte-identical reports)
-    with plt.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "accel-dse"}):
-        fig = draw()
-        data, svg = _save(fig, "png"), _save(fig, "svg")
-    atomic_write_bytes(folder / f"{name}.png", data)
-    atomic_write_bytes(folder / f"{name}.svg", svg)
-    return data
-
-
-def _design_sections(layers: dict[str, list[Any]], arch: Any, area: dict[str, float], folder: Path) -> list[Any]:
+def _design_sections(layers: dict[str, list[Any]], arch: Any, area: dict[str, float], figures: Figures) -> list[Any]:
     """The per-layer sections of one design: energy, latency, roofline, utilization, area."""
     from dse.report import plots
     from dse.report.html import Section
 
     return [
         Section("energy", "Energy breakdown per layer and level",
-                png=_render("energy", lambda: plots.energy_breakdown(layers), folder)),
+                png=figures.render("energy", lambda: plots.energy_breakdown(layers))),
         Section("latency", "Latency breakdown per layer", "Compute cycles and the excess when memory traffic "
-                "sets the latency.", png=_render("latency", lambda: plots.latency_breakdown(layers), folder)),
+                "sets the latency.", png=figures.render("latency", lambda: plots.latency_breakdown(layers))),
         Section("roofline", "Roofline of the chosen design",
-                png=_render("roofline", lambda: plots.roofline(layers, arch), folder)),
+                png=figures.render("roofline", lambda: plots.roofline(layers, arch))),
         Section("utilization", "Utilization per layer",
-                png=_render("utilization", lambda: plots.utilization(layers), folder)),
-        Section("area", "Area breakdown", png=_render("area", lambda: plots.area_breakdown(area), folder)),
+                png=figures.render("utilization", lambda: plots.utilization(layers))),
+        Section("area", "Area breakdown", png=figures.render("area", lambda: plots.area_breakdown(area))),
     ]
 
 
@@ -172,11 +176,10 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
                f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
                f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, objective "
                f"{objective.get('name') if isinstance(objective, dict) else objective}, seed {doc.get('seed')}).")
-    folder = files_dir(output)
+    figures = Figures(output)
     sections = [Section("summary", "Summary", summary),
-                *_design_sections(layers, arch, dict(area_breakdown(arch)), folder)]
-    _drop_other_figures(folder, MAP_SECTIONS)
-    atomic_write_bytes(output, render(f"Design report: {doc.get('model')} on {arch.name}", sections).encode("utf-8"))
+                *_design_sections(layers, arch, dict(area_breakdown(arch)), figures)]
+    figures.write(render(f"Design report: {doc.get('model')} on {arch.name}", sections), MAP_SECTIONS)
     return output
 
 

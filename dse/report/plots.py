@@ -137,13 +137,16 @@ def roofline(layers: dict[str, list[LayerResult]], arch: Architecture) -> Figure
     perf = np.array([x.macs / max(x.latency_cycles, 1.0) for x in flat])
     peak = float(arch.num_pes)
     bw = arch.levels[0].read_bw
-    xs = np.logspace(np.log10(max(oi.min() / 4, 1e-3)), np.log10(oi.max() * 4), 200)
+    lo, hi = (max(oi.min() / 4, 1e-3), oi.max() * 4) if flat else (0.1, 1000.0)  # (no MAC layer: the roof alone)
+    xs = np.logspace(np.log10(lo), np.log10(hi), 200)
     roof = np.minimum(peak, bw * xs) if bw else np.full_like(xs, peak)
     ax.loglog(xs, roof, color="k", lw=1.5, label=f"roof: {peak:g} MAC/cycle" + (f", {bw:g} words/cycle" if bw else ""))
     ax.scatter(oi, perf, c="C3", s=22, zorder=3, label="layers")
     for name, x, y in zip(_layer_names(macs)[:20], oi, perf, strict=False):
         ax.annotate(name, (x, y), fontsize=5, xytext=(2, 2), textcoords="offset points")
-    ax.set_ylim(min(perf.min() / 2, peak / 100), peak * 2)
+    ax.set_ylim(min(perf.min() / 2, peak / 100) if flat else peak / 100, peak * 2)
+    if not flat:
+        ax.text(0.5, 0.5, "no layer with MACs", transform=ax.transAxes, ha="center")
     ax.set_xlabel("operational intensity (MACs per DRAM word)")
     ax.set_ylabel("MACs per cycle")
     ax.set_title(f"Roofline: {arch.name}")

@@ -172,6 +172,48 @@ def test_summary_names_models_mapper_and_objective(report: Path) -> None:
     assert "fast mapper, objective edp, budget" in html and "seed 0" in html
 
 
+def test_report_of_layers_without_macs(tmp_path: Path) -> None:
+    """A design of vector layers only (an Add): the roofline has no point to place and drew from an
+    empty array (a ValueError traceback, with some figures already written); it shows the roof."""
+    import json
+
+    from dse.network import map_model
+
+    net = map_model("keyword_spotting", "tiny", db=False, progress=False, workers=1, layer="node_add")
+    assert all(x["macs"] == 0 for x in net.to_dict()["layers"])
+    src = tmp_path / "vec.json"
+    src.write_text(json.dumps(net.to_dict()))
+    r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(tmp_path / "vec.html")])
+    assert r.exit_code == 0, r.output
+    assert '<section id="roofline">' in (tmp_path / "vec.html").read_text()
+    assert _png_size((tmp_path / "vec_files" / "roofline.png").read_bytes()) == (800, 450)
+
+
+def test_a_report_that_fails_half_way_leaves_the_old_one(tmp_path: Path, map_doc: dict,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The figures are written with the page, all at once: a failure at the third figure (or a
+    kill) leaves the earlier report's page and figures as they were, not new ones beside old."""
+    import json
+
+    from dse.report import plots
+
+    src, out = tmp_path / "map.json", tmp_path / "d.html"
+    src.write_text(json.dumps(map_doc))
+    assert CliRunner().invoke(study_app(), ["report", str(src), "-o", str(out)]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in [out, *(tmp_path / "d_files").iterdir()]}
+    for p in [out, *(tmp_path / "d_files").iterdir()]:
+        p.write_bytes(b"old " + p.name.encode())
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("drawing failed")
+
+    monkeypatch.setattr(plots, "roofline", broken)
+    r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(out)])
+    assert isinstance(r.exception, RuntimeError)
+    after = {p.name: p.read_bytes() for p in [out, *(tmp_path / "d_files").iterdir()]}
+    assert after == {name: b"old " + name.encode() for name in before}
+
+
 @pytest.fixture(scope="module")
 def map_doc() -> dict:
     from dse.network import map_model
