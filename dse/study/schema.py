@@ -38,7 +38,7 @@ class WorkloadSpec(_Strict):
     name: str = Field(description="Short name, used in metric names (NAME.latency_ms).")
     model: str | None = Field(None, description="A zoo model name or an ONNX path (relative to the study file).")
     layers: list[dict[str, Any]] | None = Field(
-        None, description="Instead of a model: layers in the layer-file format (kind: conv2d, ...).")
+        None, min_length=1, description="Instead of a model: layers in the layer-file format (kind: conv2d, ...).")
     fps: float | None = Field(None, gt=0, description="Frame-rate target (frames/s); sets power and load.")
     weight: float = Field(1.0, ge=0, description="Weight in the study-wide sums (energy, latency, power).")
     constraints: list[str] = Field(default_factory=list,
@@ -203,6 +203,12 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
     if spec.log and spec.step is not None:
         raise lines.error((*at, "step"), "step cannot be combined with log")
     is_int = spec.type == "int" or (spec.type is None and isinstance(spec.low, int) and isinstance(spec.high, int))
+    if spec.step is not None:  # (optuna refused a fractional step of an int range per trial, or took int(step))
+        if is_int and not float(spec.step).is_integer():
+            raise lines.error((*at, "step"), f"expected a whole step for an integer range, got {spec.step}")
+        if spec.high > spec.low and spec.step > spec.high - spec.low:
+            raise lines.error((*at, "step"), f"expected a step of at most high - low ({spec.high - spec.low}), "
+                                             f"got {spec.step}: the range would hold low alone")
     knob = Knob(name, path, low=spec.low, high=spec.high, step=spec.step, log=spec.log, is_int=is_int,
                 format=spec.format)
     return _checked(knob, base, {path: spec.path}, lines, at)
