@@ -236,8 +236,13 @@ def _vector(
 
 def _constraints(cfg: HwConfig, lines: LineMap) -> list[Constraint]:
     """Names in constraints must exist; a kept tensor must be one the level can hold."""
+    first: dict[str, int] = {}
     for i, c in enumerate(cfg.constraints):
         _known_level(c.level, cfg, lines, ("constraints", i, "level"))
+        if c.level in first:  # (the later entry's fields won silently)
+            raise lines.error(("constraints", i, "level"), f"'{c.level}' already has an entry "
+                              f"(constraints[{first[c.level]}]); give each level one entry")
+        first[c.level] = i
         lv = next(x for x in cfg.levels if x.name == c.level)
         for role in c.keep:
             if role not in lv.holds:

@@ -38,3 +38,24 @@ def test_cli_exits_2_without_traceback(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and f"{path}{where}" in proc.stderr
+
+
+def test_a_level_with_two_entries_is_refused(tmp_path: Path) -> None:
+    """Two entries for one level: the later one's fields had won silently (K4 over K2); in a user's
+    file and in a config's constraints alike, the second entry is the error."""
+    from costmodel.arch import load_architecture
+    from costmodel.problem import matmul
+    from dse.mappers import map_layer
+
+    entries = [{"level": "rf", "temporal": {"K": 2}}, {"level": "buffer", "keep": ["W"]},
+               {"level": "rf", "temporal": {"K": 4}}]
+    with pytest.raises(UserError, match=r"constraints\[2\]\.level: 'rf' already has an entry \(constraints\[0\]\)"):
+        map_layer(matmul(8, 8, 8), "tiny", constraints=entries, max_evaluations=50)
+    text = (REPO / "hwconfigs/tiny.yaml").read_text()
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(text + "constraints:\n  - {level: rf, temporal: {K: 2}}\n  - {level: rf, temporal: {K: 4}}\n")
+    with pytest.raises(UserError) as err:
+        load_architecture(hw)
+    line = len(text.splitlines()) + 3
+    assert str(err.value) == (f"{hw}:{line}: constraints[1].level: 'rf' already has an entry (constraints[0]); "
+                              "give each level one entry")
