@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from costmodel.errors import UserError
+from dse.study.expr import ExprError
 from dse.study.knobs import apply_knobs, knob_values
 from dse.study.metrics import LayerResult, study_metrics, workload_metrics
 
@@ -136,7 +137,10 @@ def evaluate_design(study: Study, layers: Layers, sampled: dict[str, Any]) -> De
     """Metrics and constraint violations of one design; invalid designs carry the reason. ``sampled``
     may come from a trials table: numpy scalars are taken as the Python values they hold."""
     sampled = {k: v.item() if isinstance(v, np.generic) else v for k, v in sampled.items()}
-    values = knob_values(study.knobs, sampled)
+    try:
+        values = knob_values(study.knobs, sampled)
+    except ExprError as exc:  # (a derived knob's arithmetic fails for these values: an invalid design)
+        return DesignResult(dict(sampled), invalid=str(exc))
     res = DesignResult(values)
     try:
         arch = build_arch(study, values)
@@ -163,5 +167,9 @@ def evaluate_design(study: Study, layers: Layers, sampled: dict[str, Any]) -> De
         else:
             fps = next(w.fps for w in study.spec.workloads if w.name == c.workload)
             env = {**per_wl[c.workload], **values, "fps": fps or 0.0}
-        res.violations[c.key] = float(c.violation(env))
+        try:
+            res.violations[c.key] = float(c.violation(env))
+        except ExprError as exc:
+            res.invalid, res.arch = f"constraint {c.text!r}: {exc}", None
+            return res
     return res

@@ -39,7 +39,21 @@ class Expr:
     names: frozenset[str]
 
     def evaluate(self, env: Mapping[str, float]) -> float:
-        return _eval(self.tree, env)
+        """The value for ``env``; an ExprError when arithmetic fails for these values (1 / 0,
+        sqrt of a negative) or gives a number out of range, which the caller reports per design
+        (these were tracebacks in every trial, or a hang: ``10 ** 10 ** 10``)."""
+        try:
+            value = _eval(self.tree, env)
+        except (ArithmeticError, ValueError) as exc:  # (ZeroDivisionError, OverflowError; math domain)
+            raise ExprError(f"{self.text!r} cannot be evaluated for {_shown(self.names, env)}: {exc}") from None
+        if not math.isfinite(value) or abs(value) >= 2**63:
+            raise ExprError(f"{self.text!r} is {value:.4g} for {_shown(self.names, env)}: out of range "
+                            "(at most 2**63 in size)")
+        return value
+
+
+def _shown(names: frozenset[str], env: Mapping[str, float]) -> str:
+    return ", ".join(f"{n} = {env[n]}" for n in sorted(names) if n in env) or "its constants"
 
 
 def _check(node: ast.AST, names: set[str]) -> None:
@@ -98,7 +112,11 @@ def _eval(node: ast.expr, env: Mapping[str, float]) -> float:
     if isinstance(node, ast.Name):
         return env[node.id]
     if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        left, right = _eval(node.left, env), _eval(node.right, env)
+        if isinstance(node.op, ast.Pow) and right > 0 and abs(left) > 1 and right * math.log2(abs(left)) > 64:
+            # (refused before Python computes every digit of an integer power: 10 ** 10 ** 10 never ended)
+            raise OverflowError(f"{left:g} ** {right:g} is above 2**64")
+        return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, env))
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dse.study.expr import Expr
+from dse.study.expr import Expr, ExprError
 
 PathKey = tuple[str | int, ...]
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -136,7 +136,10 @@ def knob_values(knobs: list[Knob], sampled: dict[str, Any]) -> dict[str, Any]:
     """Sampled values plus every derived knob's value (ints stay ints when the result is whole)."""
     values = dict(sampled)
     for k in derived_order(knobs):
-        v = k.expr.evaluate(values)  # type: ignore[union-attr]
+        try:
+            v = k.expr.evaluate(values)  # type: ignore[union-attr]
+        except ExprError as exc:
+            raise ExprError(f"knob {k.name}: {exc}") from None
         values[k.name] = int(v) if isinstance(v, float) and v.is_integer() else v
     return values
 

@@ -105,6 +105,24 @@ def test_invalid_design_is_pruned_with_reason(tmp_path: Path) -> None:
     assert table["invalid"].str.contains("mac.count").all()
 
 
+@pytest.mark.parametrize(("edit", "reason"), [
+    (("expr: rows * cols", "expr: rows * cols // (rows - rows)"),
+     "knob pes: 'rows * cols // (rows - rows)' cannot be evaluated for cols = "),
+    (("area_mm2 <= 1", "area_mm2 <= 1 / (rows - rows)"),
+     "constraint 'area_mm2 <= 1 / (rows - rows)': '1 / (rows - rows)' cannot be evaluated for rows = "),
+])
+def test_arithmetic_that_fails_for_a_design_prunes_it_with_the_reason(tmp_path: Path, edit, reason: str) -> None:
+    """1 / 0 in a derived knob or a constraint, for the values a design draws: each trial had FAILed
+    with a traceback on stderr; now the design is invalid (PRUNED) and says why."""
+    path = small_study(tmp_path, trials=2)
+    assert edit[0] in path.read_text()
+    path.write_text(path.read_text().replace(*edit))
+    res = run_study(path)
+    table = trials_table(res.study, res.optuna_study)
+    assert (table["state"] == "PRUNED").all() and len(table) == 2
+    assert table["invalid"].str.startswith(reason).all(), table["invalid"].tolist()
+
+
 @pytest.mark.usefixtures("two_cores")
 def test_two_workers_finish_each_trial_once(tmp_path: Path) -> None:
     res = run_study(small_study(tmp_path, sampler="random", trials=8), workers=2)

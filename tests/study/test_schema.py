@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -255,6 +256,22 @@ def test_expressions_reject_non_arithmetic(text: str) -> None:
 def test_comparison() -> None:
     lhs, op, rhs = parse_comparison("latency_ms <= 1000 / fps")
     assert op == "<=" and lhs.names == {"latency_ms"} and rhs.evaluate({"fps": 40}) == 25
+
+
+@pytest.mark.parametrize(("text", "env", "why"), [
+    ("4 // (buf - buf)", {"buf": 2}, "cannot be evaluated for buf = 2: integer division or modulo by zero"),
+    ("sqrt(0 - buf)", {"buf": 2}, "cannot be evaluated for buf = 2: math domain error"),
+    ("2 ** 2000", {}, "2 ** 2000 is above 2**64"),
+    ("10 ** 10 ** 10", {}, "is above 2**64"),  # (Python computed every digit: the sweep hung)
+    ("buf * buf", {"buf": 1e300}, "is inf for buf = 1e+300: out of range"),
+])
+def test_arithmetic_that_fails_for_some_values_is_an_expr_error(text: str, env: dict, why: str) -> None:
+    """A text that parses but whose value fails for a design's knob values: an ExprError the design
+    reports (see test_runner), not a ZeroDivisionError, an int too large for the results table, or a
+    hang."""
+    with pytest.raises(ExprError, match=re.escape(why)):
+        parse(text).evaluate(env)
+    assert parse("1.05 ** 100").evaluate({}) == pytest.approx(131.50125784630401)  # (small powers stay)
 
 
 def test_presets_set_several_fields(tmp_path: Path) -> None:
