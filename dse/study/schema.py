@@ -13,9 +13,9 @@ import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from costmodel.errors import FieldError, UserError
 from costmodel.yamlio import LineMap, format_path, load_yaml, validation_error
@@ -79,9 +79,22 @@ class SamplerSpec(_Strict):
                              "serial run). Grid and random ignore it.")
 
 
+def _objective(text: str) -> str:
+    """The mapper objectives of ``dse map --objective`` (a study had taken three of them only)."""
+    from dse.mappers.objectives import Objective
+
+    try:
+        Objective.parse(text)
+    except UserError as exc:
+        raise ValueError(str(exc).removeprefix("objective: ")) from None
+    return text
+
+
 class MapperSpec(_Strict):
     mapper: Literal["fast", "exhaustive"] = "fast"
-    objective: Literal["edp", "energy", "latency"] = "edp"
+    objective: Annotated[str, AfterValidator(_objective)] = Field(
+        "edp", description="What the mapper minimizes per layer: edp, energy, latency, ed2p or a mix like "
+        "'energy:1,latency:2' (as dse map --objective).")
     max_evaluations: int = Field(2000, gt=0, description="Fast mapper budget per distinct layer shape.")
     seed: int = Field(0, ge=0, le=SEED_MAX, description="Seed of the mapper's search (numpy's range).")
     workers: int = Field(1, gt=0, description="Processes mapping a model's layers in parallel inside a trial "
