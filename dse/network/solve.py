@@ -123,8 +123,11 @@ def worker_count(requested: int | None) -> int:
 
 
 def _fail(search: Search, exc: UserError) -> UserError:
+    """The search's error, prefixed with its layer names, unless it starts with them already (a
+    search for one shape is named by its shape: the mapper's messages start with it too)."""
     names = ", ".join(search.layers[:3]) + (" ..." if len(search.layers) > 3 else "")
-    return UserError(f"layer {names}: {exc}")
+    text = str(exc)
+    return UserError(f"layer {text}" if text.startswith(f"{names} ") else f"layer {names}: {text}")
 
 
 def solve(searches: Sequence[Search], arch: Architecture, *, workers: int | None = None,

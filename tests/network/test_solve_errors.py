@@ -43,3 +43,19 @@ def test_the_first_failing_search_in_order_is_reported(monkeypatch: pytest.Monke
             solve(searches, load_architecture("tiny"), workers=2, progress=False)
     finally:
         pool.shutdown(wait=True)
+
+
+def test_a_message_that_starts_with_the_layer_names_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search for one shape is named by the shape, as the mapper's messages start: the layer was
+    named twice (`layer matmul B1 M64 N48 K32: matmul B1 M64 N48 K32 has no valid mapping ...`)."""
+    prob = conv2d(4, 4, 8, 8, kernel=3, padding=1)
+    name = prob.describe()
+
+    def fake_run(search: Search, arch: object) -> Stored:
+        raise UserError(f"{search.layers[0]} has no valid mapping on tiny")
+
+    monkeypatch.setattr(solve_mod, "run_search", fake_run)
+    search = Search(SearchKey(name, "cfg", "{}", "{}"), prob, None, "fast", 0, layers=(name,))  # type: ignore[arg-type]
+    with pytest.raises(UserError) as err:
+        solve([search], load_architecture("tiny"), workers=1, progress=False)
+    assert str(err.value) == f"layer {name} has no valid mapping on tiny"
