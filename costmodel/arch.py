@@ -44,13 +44,12 @@ Dim = Literal["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"]  # the
 Datatype = Literal["int8", "int16", "fp16", "bf16", "fp32"]
 
 
-def _plain_number(what: str) -> BeforeValidator:
+def _plain_number(what: str, *, integer: bool = False) -> BeforeValidator:
     """A number as YAML writes one: pydantic would take true/false as 1 and 0, "8" as 8 and, for an
     integer, 4.0 as 4, where the layer and mapping files refuse them (so a quoted or mistyped
     value is a mistake in every file)."""
 
     def check(value: Any) -> Any:
-        integer = what == "an integer"
         if isinstance(value, (bool, str)) or (integer and isinstance(value, float)):
             raise ValueError(f"expected {what}, got {value!r}")  # (pydantic reports ValueErrors only)
         return value
@@ -66,7 +65,7 @@ def _named(value: str) -> str:
 
 
 Number = _plain_number("a number")
-PosInt = Annotated[int, Field(gt=0, le=10**9), _plain_number("an integer")]  # bounded: counts stay exact in int64
+PosInt = Annotated[int, Field(gt=0, le=10**9), _plain_number("an integer", integer=True)]  # bounded: counts stay exact in int64
 # bounded: any energy (pJ), power (mW), area (mm^2) or bandwidth (words/cycle) a design has is far
 # below 10^12, and above it products overflowed to inf (an energy of Infinity, invalid JSON)
 PosFloat = Annotated[float, Field(gt=0, le=1e12), Number]

@@ -236,13 +236,14 @@ def _vector(
 
 def _constraints(cfg: HwConfig, lines: LineMap) -> list[Constraint]:
     """Names in constraints must exist; a kept tensor must be one the level can hold."""
-    first: dict[str, int] = {}
+    first: dict[tuple[str, str], int] = {}  # (level, field) -> the entry that sets it
     for i, c in enumerate(cfg.constraints):
         _known_level(c.level, cfg, lines, ("constraints", i, "level"))
-        if c.level in first:  # (the later entry's fields won silently)
-            raise lines.error(("constraints", i, "level"), f"'{c.level}' already has an entry "
-                              f"(constraints[{first[c.level]}]); give each level one entry")
-        first[c.level] = i
+        for name in sorted(c.model_fields_set - {"level"}):
+            if (c.level, name) in first:  # (the later entry's value had won silently)
+                raise lines.error(("constraints", i, name), f"level {c.level}'s {name} is set already, by "
+                                  f"constraints[{first[c.level, name]}]")
+            first[c.level, name] = i
         lv = next(x for x in cfg.levels if x.name == c.level)
         for role in c.keep:
             if role not in lv.holds:

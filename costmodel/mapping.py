@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -310,9 +310,10 @@ class Mapping:
         return "\n".join(lines)
 
 
-def _entries(raw: list[Any], arch: Architecture | None, at: Any) -> list[tuple[int, Any]]:
+def _entries(raw: list[Any], arch: Architecture | None, at: Callable[..., str]) -> list[tuple[int, Any]]:
     """(index in the file, entry) per level: the config's levels in order where the entries name
-    their ``level`` (-1 and no loops for a level not listed), else the entries as they are."""
+    their ``level`` (-1 and no loops for a level not listed), else the entries as they are; ``at``
+    places a message (the file's field path)."""
     entries = list(enumerate(raw))
     names = [e.get("level") if isinstance(e, dict) else None for _, e in entries]
     if arch is None or all(n is None for n in names):
@@ -340,7 +341,7 @@ def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapp
     path = Path(path)
     data, lines = load_data(path)
     mapping = Mapping.from_dict(data, arch, where=str(path), lines=lines)
-    index = tuple(i for i, _ in _entries(data["levels"], arch, None))
+    index = tuple(i for i, _ in _entries(data["levels"], arch, str))  # (from_dict has checked the entries)
     mapping.validate(problem, arch, where=Place(lines.file if lines is not None else str(path), lines, index))
     return mapping
 

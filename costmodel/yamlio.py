@@ -9,6 +9,7 @@ numbers; ``validation_error`` turns a pydantic ``ValidationError`` into one prec
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 import math
@@ -159,7 +160,10 @@ class _Converter:
         return key, (*path, _part(key))
 
     def scalar(self, node: yaml.ScalarNode, path: PathKey) -> Any:
-        """A scalar as the type its resolved tag says (int, float, bool, null, str)."""
+        """A scalar as the type its resolved tag says (int, float, bool, null, str); an unquoted
+        ``1e-3`` is a float, as in YAML 1.2 (PyYAML's YAML 1.1 rules want a dot: ``1.0e-3``)."""
+        if node.tag == _STR and not node.style and _EXPONENT.fullmatch(node.value):  # (plain: None, or "" in libyaml)
+            return float(node.value)
         try:
             return _CONSTRUCTOR.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
@@ -174,6 +178,8 @@ def _part(key: Any) -> str | int:
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_STR = "tag:yaml.org,2002:str"
+_EXPONENT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
 def read_text(path: Path, shown: str) -> str:
@@ -183,8 +189,9 @@ def read_text(path: Path, shown: str) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise UserError(f"{shown}: cannot read file ({exc.strerror or exc})") from None
+    raw = raw.removeprefix(codecs.BOM_UTF8)
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise UserError(f"{shown}:{line}: expected UTF-8 text, got byte 0x{raw[exc.start]:02x}") from None

@@ -103,8 +103,12 @@ def refuse_unsupported(model: Any, path: Path) -> None:
     _check_supported(model, set(weight_inputs(model.graph)), path, allow=False, hint="")
 
 
+ALLOW_HINT = "allow_unsupported, the CLI's --allow-unsupported, makes it a zero-cost host layer"
+"""How to map around an op the front end does not support (read from the API and the CLI alike)."""
+
+
 def _check_supported(model: Any, weights: set[str], path: Path, allow: bool,
-                     hint: str = " (--allow-unsupported makes it a zero-cost host layer)") -> list[str]:
+                     hint: str = f" ({ALLOW_HINT})") -> list[str]:
     static = _static_names(model, weights)
     bad = []
     for i, node in enumerate(model.graph.node):

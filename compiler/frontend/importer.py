@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from compiler.frontend.constfold import constants_to_initializers, resolve
+from compiler.frontend.constfold import ALLOW_HINT, constants_to_initializers, resolve
 from compiler.frontend.context import Context, UnsupportedVariant
 from compiler.frontend.fusion import fuse
 from compiler.frontend.graphinfo import Graph
@@ -79,7 +79,7 @@ def build_workload(graph: Graph, allow_unsupported: bool = False) -> Workload:
             raise UserError(f"{ctx.where(node)}: {exc}{ctx.fixed_dims_hint()}") from None
         except UnsupportedVariant as exc:
             if not allow_unsupported:
-                raise UserError(f"{exc} (--allow-unsupported makes it a zero-cost host layer)") from None
+                raise UserError(f"{exc} ({ALLOW_HINT})") from None
             warnings.warn(f"{exc}; imported as a zero-cost host layer", stacklevel=3)
             layers.extend(build_host(ctx, node))
     layers = fuse(ctx, layers, nodes)

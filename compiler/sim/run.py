@@ -142,7 +142,7 @@ def _find_target(fingerprint: str) -> Target:
         except UserError:
             continue
     raise UserError(f"binary was built for config fingerprint {fingerprint}, and no compilable config in "
-                    f"{_HWCONFIGS} has it; pass the config with --hw")
+                    f"{_HWCONFIGS} has it; pass the config (hw, the CLI's --hw)")
 
 
 def _place_inputs(state: MachineState, program: Program, inputs: dict[str, np.ndarray]) -> None:

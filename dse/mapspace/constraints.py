@@ -13,8 +13,8 @@ Both use the same form, a list of per-level entries::
 
 A config is written for every layer type, so a known dimension the layer lacks (``P`` for a matmul) is
 ignored; an unknown name, an unknown level or tensor, or two rules that cannot both hold is a UserError
-that names the file and the entry; so is a second entry for one level in the same list. User entries
-replace the config's fields for the same level.
+that names the file and the entry; so is a field that two entries of one list set for the same level.
+User entries replace the config's fields for the same level.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def parse_entries(entries: Any, level_names: tuple[str, ...], where: str) -> dic
     if not isinstance(entries, (list, tuple)):
         raise UserError(f"{where}: 'constraints' must be a list of per-level entries")
     out: dict[str, dict[str, Any]] = {}
-    first: dict[str, int] = {}  # level -> its entry
+    first: dict[tuple[str, str], int] = {}  # (level, field) -> the entry that sets it
     for i, raw in enumerate(entries):
         here = f"{where}: constraints[{i}]"
         try:
@@ -101,13 +101,12 @@ def parse_entries(entries: Any, level_names: tuple[str, ...], where: str) -> dic
         unknown = set(entry) - set(FIELDS)
         if unknown:
             raise UserError(f"{here}: unknown field(s) {sorted(unknown)}; allowed: {list(FIELDS)}")
-        if level in first:  # (the later entry's fields won silently)
-            raise UserError(f"{here}.level: {level!r} already has an entry (constraints[{first[level]}]); "
-                            "give each level one entry")
-        first[level] = i
         fields = out.setdefault(level, {})
         for name, value in entry.items():
             w = f"{here}.{name}"
+            if (level, name) in first:  # (the later entry's value had won silently)
+                raise UserError(f"{w}: level {level}'s {name} is set already, by constraints[{first[level, name]}]")
+            first[level, name] = i
             if name in ("spatial_x", "spatial_y"):
                 fields[name] = _spatial(value, w)
             elif name == "temporal":

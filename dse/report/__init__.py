@@ -166,7 +166,7 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
         raise exc if hw else UserError(f"{src}: hw: {exc}") from None
     if arch.fingerprint() != doc.get("config_fingerprint"):
         raise UserError(f"{src}: was mapped on a different config than {arch.source} (fingerprints "
-                        f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one with --hw")
+                        f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one (hw, the CLI's --hw)")
     layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in doc["layers"]
                                           if x.get("latency_cycles") or x.get("energy_pj")]}
     if not any(layers.values()):

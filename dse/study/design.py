@@ -137,6 +137,10 @@ def evaluate_design(study: Study, layers: Layers, sampled: dict[str, Any]) -> De
     """Metrics and constraint violations of one design; invalid designs carry the reason. ``sampled``
     may come from a trials table: numpy scalars are taken as the Python values they hold."""
     sampled = {k: v.item() if isinstance(v, np.generic) else v for k, v in sampled.items()}
+    for k in study.sampled_knobs:  # (a table column with a missing value holds 4 as 4.0)
+        v = sampled.get(k.name)
+        if isinstance(v, float) and v.is_integer() and k.takes_ints:
+            sampled[k.name] = int(v)
     try:
         values = knob_values(study.knobs, sampled)
     except ExprError as exc:  # (a derived knob's arithmetic fails for these values: an invalid design)

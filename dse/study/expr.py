@@ -40,13 +40,22 @@ class Expr:
 
     def evaluate(self, env: Mapping[str, float]) -> float:
         """The value for ``env``; an ExprError when arithmetic fails for these values (1 / 0,
-        sqrt of a negative) or gives a number out of range, which the caller reports per design
-        (these were tracebacks in every trial, or a hang: ``10 ** 10 ** 10``)."""
+        sqrt of a negative, a complex power, a float overflow), which the caller reports per
+        design (these were tracebacks in every trial, or a hang: ``10 ** 10 ** 10``)."""
         try:
             value = _eval(self.tree, env)
-        except (ArithmeticError, ValueError) as exc:  # (ZeroDivisionError, OverflowError; math domain)
+        except (ArithmeticError, ValueError, TypeError) as exc:  # (ZeroDivisionError, OverflowError;
+            # math domain; max() of nothing)
             raise ExprError(f"{self.text!r} cannot be evaluated for {_shown(self.names, env)}: {exc}") from None
-        if not math.isfinite(value) or abs(value) >= 2**63:
+        if isinstance(value, complex) or not math.isfinite(value):
+            raise ExprError(f"{self.text!r} is {value} for {_shown(self.names, env)}: not a finite real number")
+        return value
+
+    def evaluate_int64(self, env: Mapping[str, float]) -> float:
+        """:meth:`evaluate` for a value a table keeps in int64 (a derived knob): at most 2**63 in size
+        (``2 ** 2000`` broke the Parquet table)."""
+        value = self.evaluate(env)
+        if abs(value) >= 2**63:
             raise ExprError(f"{self.text!r} is {value:.4g} for {_shown(self.names, env)}: out of range "
                             "(at most 2**63 in size)")
         return value
@@ -113,9 +122,11 @@ def _eval(node: ast.expr, env: Mapping[str, float]) -> float:
         return env[node.id]
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, env), _eval(node.right, env)
-        if isinstance(node.op, ast.Pow) and right > 0 and abs(left) > 1 and right * math.log2(abs(left)) > 64:
-            # (refused before Python computes every digit of an integer power: 10 ** 10 ** 10 never ended)
-            raise OverflowError(f"{left:g} ** {right:g} is above 2**64")
+        if (isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) and right > 0
+                and abs(left) > 1 and right * math.log2(abs(left)) > 1024):
+            # (refused before Python computes every digit of an integer power: 10 ** 10 ** 10 never
+            # ended; a float power overflows by itself)
+            raise OverflowError(f"{left} ** {right} is above 2**1024, past any float")
         return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, env))

@@ -107,6 +107,13 @@ class Knob:
     def derived(self) -> bool:
         return self.expr is not None
 
+    @property
+    def takes_ints(self) -> bool:
+        """Whether every value it takes is an int (an int range, or choices that are all ints)."""
+        if self.choices is not None:
+            return all(isinstance(c, int) and not isinstance(c, bool) for c in self.choices)
+        return self.is_int
+
     def grid_values(self) -> tuple[Any, ...]:
         """Every value, for the grid sampler (choices, or an int range's integers by ``step``)."""
         if self.choices is not None:
@@ -137,7 +144,7 @@ def knob_values(knobs: list[Knob], sampled: dict[str, Any]) -> dict[str, Any]:
     values = dict(sampled)
     for k in derived_order(knobs):
         try:
-            v = k.expr.evaluate(values)  # type: ignore[union-attr]
+            v = k.expr.evaluate_int64(values)  # type: ignore[union-attr]
         except ExprError as exc:
             raise ExprError(f"knob {k.name}: {exc}") from None
         values[k.name] = int(v) if isinstance(v, float) and v.is_integer() else v

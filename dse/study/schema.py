@@ -219,7 +219,7 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
     if spec.step is not None:  # (optuna refused a fractional step of an int range per trial, or took int(step))
         if is_int and not float(spec.step).is_integer():
             raise lines.error((*at, "step"), f"expected a whole step for an integer range, got {spec.step}")
-        if spec.high > spec.low and spec.step > spec.high - spec.low:
+        if spec.high > spec.low and spec.step > (spec.high - spec.low) * (1 + 1e-9):  # (1.2 - 1.1 < 0.1)
             raise lines.error((*at, "step"), f"expected a step of at most high - low ({spec.high - spec.low}), "
                                              f"got {spec.step}: the range would hold low alone")
     knob = Knob(name, path, low=spec.low, high=spec.high, step=spec.step, log=spec.log, is_int=is_int,
@@ -333,6 +333,7 @@ def _checked(knob: Knob, base: dict[str, Any], texts: dict[PathKey, str], lines:
     for sub, value, note in tried:
         if (err := _value_error(knob, value, base)) is not None:
             path, reason = err
+            note = note if "expected an integer" in reason else ""  # (the float-range hint: only then)
             raise lines.error((*at, *sub), f"{texts.get(path, format_path(path))}: {reason}{note}")
     return knob
 

@@ -143,6 +143,17 @@ def test_a_byte_order_mark_is_read_past(tmp_path, suffix):
     p = tmp_path / f"bom{suffix}"
     p.write_bytes(b"\xef\xbb\xbf" + b'{"levels": [{"temporal": {"P": 4}}]}\n')
     assert load_data(p)[0] == {"levels": [{"temporal": {"P": 4}}]}
+    p.write_bytes(b"\xef\xbb\xbfa: 1\n\nc: \xff\n")  # (a bad byte after it: its own line and value)
+    with pytest.raises(UserError, match=r":3: expected UTF-8 text, got byte 0xff$"):
+        load_data(p)
+
+
+def test_exponent_numbers_without_a_dot_are_floats(tmp_path):
+    """YAML 1.2 reads an unquoted 1e-3 as a number; PyYAML's 1.1 rules wanted 1.0e-3 and gave the
+    string '1e-3', which a config then refused ("expected a number, got '1e-3'"). Quoted stays text."""
+    p = tmp_path / "e.yaml"
+    p.write_text("a: 1e-3\nb: 2E4\nc: -.5e+2\nd: '1e-3'\ne: 1e\nf: e5\n")
+    assert load_yaml(p)[0] == {"a": 0.001, "b": 20000.0, "c": -50.0, "d": "1e-3", "e": "1e", "f": "e5"}
 
 
 def test_json_duplicate_keys_are_refused(tmp_path):

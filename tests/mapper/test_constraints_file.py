@@ -40,22 +40,30 @@ def test_cli_exits_2_without_traceback(tmp_path: Path) -> None:
     assert proc.stderr.count("\n") == 1 and f"{path}{where}" in proc.stderr
 
 
-def test_a_level_with_two_entries_is_refused(tmp_path: Path) -> None:
-    """Two entries for one level: the later one's fields had won silently (K4 over K2); in a user's
-    file and in a config's constraints alike, the second entry is the error."""
+def test_a_field_set_by_two_entries_is_refused(tmp_path: Path) -> None:
+    """Two entries for one level that set the same field: the later one had won silently (K4 over
+    K2); in a user's file and in a config's constraints alike, the second is the error. Entries
+    that set different fields of one level still combine."""
     from costmodel.arch import load_architecture
     from costmodel.problem import matmul
     from dse.mappers import map_layer
 
     entries = [{"level": "rf", "temporal": {"K": 2}}, {"level": "buffer", "keep": ["W"]},
                {"level": "rf", "temporal": {"K": 4}}]
-    with pytest.raises(UserError, match=r"constraints\[2\]\.level: 'rf' already has an entry \(constraints\[0\]\)"):
+    with pytest.raises(UserError, match=r"constraints\[2\]\.temporal: level rf's temporal is set already, "
+                                        r"by constraints\[0\]$"):
         map_layer(matmul(8, 8, 8), "tiny", constraints=entries, max_evaluations=50)
+    both = map_layer(matmul(8, 8, 8), "tiny", constraints=[{"level": "rf", "temporal": {"K": 2}},
+                                                           {"level": "rf", "bypass": ["I"]}], max_evaluations=50)
+    rf = both.mapping.levels[2]
+    assert rf.temporal.get("K") == 2 and "I" in rf.bypass
     text = (REPO / "hwconfigs/tiny.yaml").read_text()
     hw = tmp_path / "hw.yaml"
-    hw.write_text(text + "constraints:\n  - {level: rf, temporal: {K: 2}}\n  - {level: rf, temporal: {K: 4}}\n")
+    hw.write_text(text + "constraints:\n  - {level: rf, temporal: {K: 2}}\n  - {level: buffer, keep: [W]}\n"
+                  "  - {level: rf, temporal: {K: 4}}\n")
     with pytest.raises(UserError) as err:
         load_architecture(hw)
-    line = len(text.splitlines()) + 3
-    assert str(err.value) == (f"{hw}:{line}: constraints[1].level: 'rf' already has an entry (constraints[0]); "
-                              "give each level one entry")
+    line = len(text.splitlines()) + 4
+    assert str(err.value) == f"{hw}:{line}: constraints[2].temporal: level rf's temporal is set already, by constraints[0]"
+    hw.write_text(text + "constraints:\n  - {level: rf, temporal: {K: 2}}\n  - {level: rf, bypass: [I]}\n")
+    assert len(load_architecture(hw).constraints) == 2

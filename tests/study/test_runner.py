@@ -423,3 +423,15 @@ def test_a_stale_history_in_a_dask_task_is_raised_not_an_exit(tmp_path: Path, mo
         runner._worker(str(tmp_path / "out"), None, 1, 2, watch_parent=False)
     with pytest.raises(SystemExit):
         runner._worker(str(tmp_path / "out"), None, 1, 2, watch_parent=True)
+
+
+def test_a_design_read_back_from_a_table_with_float_columns(tmp_path: Path) -> None:
+    """A trials table whose knob column has a missing value (a failed trial) holds 4 as 4.0; the
+    report re-evaluates its chosen design from that row, and a config now refuses 4.0 for a fan-out:
+    integer knobs take their values back as ints."""
+    study = load_study(small_study(tmp_path, trials=1))
+    row = pd.DataFrame({"rows": [4, None], "cols": [2, None], "glb": [4, None]}).iloc[0]
+    assert isinstance(row["rows"], np.floating)
+    res = evaluate_design(study, load_layers(study), {k: row[k] for k in ("rows", "cols", "glb")})
+    assert res.invalid is None, res.invalid
+    assert res.values["rows"] == 4 and type(res.values["rows"]) is int and res.values["pes"] == 8
