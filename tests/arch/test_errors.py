@@ -140,7 +140,7 @@ CASES = [
     ("    capacity: 4 KiB", "    capacity: .nan", 13, "levels[1].capacity", "expected a positive size"),
     ("    capacity: 4 KiB", "    capacity: 1e400 KiB", 13, "levels[1].capacity", "got '1e400 KiB'"),
     ("    capacity: 4 KiB", "    capacity: 1" + "0" * 400, 13, "levels[1].capacity", "(401 characters)"),
-    ("    capacity: 4 KiB", "    capacity: 1e17", 13, "levels[1].capacity", "of at most 2**53 words, got '1e17'"),
+    ("    capacity: 4 KiB", "    capacity: 1e17", 13, "levels[1].capacity", "of at most 2**53 words, got 1e+17"),  # (a float: YAML 1.2)
     (
         "    word_bits: 8\n    read_bw",
         "    word_bits: 1" + "0" * 400 + "\n    read_bw",
