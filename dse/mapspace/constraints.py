@@ -154,12 +154,19 @@ def resolve(
 ) -> tuple[LevelConstraint, ...]:
     """One :class:`LevelConstraint` per level, for one layer: merged, filtered to its dims, checked."""
     merged = parse_entries(arch_entries, level_names, arch_where)
+    source = {(level, k): arch_where for level, fields in merged.items() for k in fields}
     for level, fields in parse_entries(user_entries, level_names, user_where).items():
         merged.setdefault(level, {}).update(fields)
+        source.update({(level, k): user_where for k in fields})
+
+    def origin(level: str, *fields: str) -> str:
+        """The file(s) that set these fields of the level's constraints (config, user file), for messages."""
+        return " and ".join(dict.fromkeys(source[level, k] for k in fields if (level, k) in source))
+
     out = []
     for li, name in enumerate(level_names):
         f = merged.get(name, {})
-        here = f"constraints for level {name}"
+        here = f"{origin(name, 'keep', 'bypass')}: constraints for level {name}"
         keep, bypass = f.get("keep", frozenset()), f.get("bypass", frozenset())
         if keep & bypass:
             raise UserError(f"{here}: tensor(s) {sorted(keep & bypass)} are both kept and bypassed")

@@ -67,3 +67,21 @@ def test_a_field_set_by_two_entries_is_refused(tmp_path: Path) -> None:
     assert str(err.value) == f"{hw}:{line}: constraints[2].temporal: level rf's temporal is set already, by constraints[0]"
     hw.write_text(text + "constraints:\n  - {level: rf, temporal: {K: 2}}\n  - {level: rf, bypass: [I]}\n")
     assert len(load_architecture(hw).constraints) == 2
+
+
+def test_a_conflict_names_the_files_it_comes_from(tmp_path: Path) -> None:
+    """Keep from the config and bypass from a --constraints file, or both from the file: the message
+    names where the rules were written (it named the level only)."""
+    from costmodel.arch import load_architecture
+    from costmodel.problem import matmul
+    from dse.mapspace import Mapspace
+
+    hw = tmp_path / "hw.yaml"
+    hw.write_text((REPO / "hwconfigs/tiny.yaml").read_text() + "constraints:\n  - {level: rf, keep: [W]}\n")
+    user = tmp_path / "c.yaml"
+    user.write_text("- {level: rf, bypass: [W]}\n")
+    with pytest.raises(UserError, match=rf"^{hw} and {user}: constraints for level rf: tensor\(s\) \['W'\] are both"):
+        Mapspace(matmul(8, 8, 8), load_architecture(hw), user)
+    user.write_text("- {level: buffer, keep: [W], bypass: [W]}\n")
+    with pytest.raises(UserError, match=rf"^{user}: constraints for level buffer: tensor\(s\) \['W'\] are both"):
+        Mapspace(matmul(8, 8, 8), load_architecture("tiny"), user)
