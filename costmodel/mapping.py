@@ -110,9 +110,9 @@ class Place:
     lines: LineMap | None = None
     index: tuple[int, ...] = ()
 
-    def at(self, level: int | None = None, *field: str) -> str:
+    def at(self, level: int, *field: str) -> str:
         """``name:line`` of the config level's ``field`` (its entry's line, else the name alone)."""
-        if self.lines is None or level is None or level >= len(self.index) or self.index[level] < 0:
+        if self.lines is None or level >= len(self.index) or self.index[level] < 0:
             return self.name
         line = self.lines.line(("levels", self.index[level], *field))
         return f"{self.name}:{line}" if line is not None else self.name
