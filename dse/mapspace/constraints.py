@@ -19,6 +19,7 @@ User entries replace the config's fields for the same level.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -149,10 +150,12 @@ def resolve(
     level_names: tuple[str, ...],
     holds: tuple[tuple[str, ...], ...],
     dim_sizes: dict[str, int],
+    fanouts: tuple[tuple[int, int], ...],
     arch_where: str = "hwconfig",
     user_where: str = "constraints",
 ) -> tuple[LevelConstraint, ...]:
-    """One :class:`LevelConstraint` per level, for one layer: merged, filtered to its dims, checked."""
+    """One :class:`LevelConstraint` per level, for one layer: merged, filtered to its dims, checked
+    against the levels' (X, Y) ``fanouts``."""
     merged = parse_entries(arch_entries, level_names, arch_where)
     source = {(level, k): arch_where for level, fields in merged.items() for k in fields}
     for level, fields in parse_entries(user_entries, level_names, user_where).items():
@@ -183,24 +186,50 @@ def resolve(
         order = tuple(d for d in f.get("order", ()) if d in dim_sizes)
         out.append(LevelConstraint(present(f.get("spatial_x")), present(f.get("spatial_y")), temporal, order,
                                    bypass, keep))
-    _check_factors(out, level_names, dim_sizes)
+    _check_fanouts(out, level_names, fanouts, origin)
+    _check_factors(out, level_names, dim_sizes, fanouts, origin)
     return tuple(out)
 
 
-def _check_factors(cons: list[LevelConstraint], names: tuple[str, ...], sizes: dict[str, int]) -> None:
-    """Fixed factors of a dimension must multiply to a divisor of its size."""
+def _check_fanouts(cons: list[LevelConstraint], names: tuple[str, ...], fanouts: tuple[tuple[int, int], ...],
+                   origin: Callable[..., str]) -> None:
+    """The fixed spatial factors of one level and axis must fit its fan-out together (a level
+    without one takes only factor 1: such a factor was dropped silently)."""
+    for name, c, caps in zip(names, cons, fanouts):
+        for axis, spec, cap in (("spatial_x", c.spatial_x, caps[0]), ("spatial_y", c.spatial_y, caps[1])):
+            fixed = {d: f for d, f in (spec or {}).items() if f is not None and f > 1}
+            prod = 1
+            for f in fixed.values():
+                prod *= f
+            if prod > cap:
+                what = ", ".join(f"{d}={f}" for d, f in fixed.items())
+                raise UserError(f"{origin(name, axis)}: contradictory constraints: level {name} fixes "
+                                f"{axis} factors {what} (product {prod}), but its {axis[-1].upper()} fan-out is {cap}")
+
+
+def _check_factors(cons: list[LevelConstraint], names: tuple[str, ...], sizes: dict[str, int],
+                   fanouts: tuple[tuple[int, int], ...], origin: Callable[..., str]) -> None:
+    """Fixed factors of a dimension must multiply to a divisor of its size, and to the size itself
+    when no loop of the dimension is left free."""
     for d, n in sizes.items():
-        fixed = []
-        for name, c in zip(names, cons):
+        fixed, free = [], False
+        for name, c, caps in zip(names, cons, fanouts):
             if d in c.temporal:
-                fixed.append((f"{name}.temporal", c.temporal[d]))
-            for axis, spec in (("spatial_x", c.spatial_x), ("spatial_y", c.spatial_y)):
-                if spec and spec.get(d):
-                    fixed.append((f"{name}.{axis}", spec[d]))
+                fixed.append((name, "temporal", c.temporal[d]))
+            else:
+                free = True
+            for axis, spec, cap in (("spatial_x", c.spatial_x, caps[0]), ("spatial_y", c.spatial_y, caps[1])):
+                if spec is not None and spec.get(d):
+                    fixed.append((name, axis, spec[d]))
+                elif cap > 1 and (spec is None or d in spec):
+                    free = True
         prod = 1
-        for _, f in fixed:
+        for *_, f in fixed:
             prod *= f
-        if fixed and n % prod:
-            what = ", ".join(f"{w}={f}" for w, f in fixed)
-            raise UserError(f"contradictory constraints: dimension {d} has size {n}, but the fixed factors "
-                            f"({what}) multiply to {prod}, which does not divide it")
+        if not fixed or (prod == n or (free and n % prod == 0)):
+            continue
+        where = " and ".join(dict.fromkeys(origin(name, axis) for name, axis, _ in fixed))
+        what = ", ".join(f"{name}.{axis}={f}" for name, axis, f in fixed)
+        why = "which does not divide it" if n % prod else "and no loop of it is left free for the rest"
+        raise UserError(f"{where}: contradictory constraints: dimension {d} has size {n}, but the fixed "
+                        f"factors ({what}) multiply to {prod}, {why}")

@@ -117,7 +117,8 @@ class Mapspace:
         self.n_levels = len(arch.levels)
         names = tuple(lv.name for lv in arch.levels)
         holds = tuple(tuple(lv.holds) for lv in arch.levels)
-        self.constraints = cons.resolve(arch.constraints, constraints, names, holds, problem.sizes,
+        fanouts = tuple((lv.fanout_x, lv.fanout_y) for lv in arch.levels)
+        self.constraints = cons.resolve(arch.constraints, constraints, names, holds, problem.sizes, fanouts,
                                         arch_where=arch.source, user_where=constraints_where)
         self.roles = dim_roles(problem)
         self.fanouts = [(li, k, cap) for li, lv in enumerate(arch.levels)
@@ -163,17 +164,11 @@ class Mapspace:
                 if cap <= 1 or (spec is not None and d not in spec):
                     continue
                 f = None if spec is None else spec[d]
-                if f is not None:
-                    if f > cap:
-                        raise UserError(f"contradictory constraints: level {lv.name} fixes spatial "
-                                        f"{KINDS[k]} factor {d}={f}, but the fan-out is {cap}")
+                if f is not None:  # (constraints.resolve checked it against the fan-out and the size)
                     fixed.append((li, k, f))
                     rest //= f
                 else:
                     slots.append((li, k))
-        if not slots and rest != 1:
-            raise UserError(f"contradictory constraints: dimension {d} (size {n}) has no free loop left "
-                            f"for its remaining factor {rest}")
         caps = tuple(None if k == 0 else (self.arch.levels[li].fanout_x if k == 1 else
                                           self.arch.levels[li].fanout_y) for li, k in slots)
         return dim_table(d, n, rest, tuple(slots), tuple(fixed), caps,
