@@ -51,15 +51,28 @@ def _save_npy(array: Any, path: Path) -> None:
         np.save(f, array, allow_pickle=False)
 
 
-def _file_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".npy"
+def _file_names(names: list[str]) -> dict[str, str]:
+    """Each output's file name: its name with characters unsafe in a path replaced by ``_``; when two
+    names become the same (``y:1`` and ``y_1``, or differ only in case, as on macOS), the later one
+    gets its position in the I/O table (``y_1-2.npy``): one file had silently replaced the other."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for i, name in enumerate(names):
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        file, n = f"{stem}.npy", i
+        while file.lower() in taken:
+            file, n = f"{stem}-{n}.npy", n + 1
+        taken.add(file.lower())
+        out[name] = file
+    return out
 
 
 def simulate(
     binary: Annotated[Path, typer.Argument(metavar="BINARY", help="An .axb binary.")],
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i",
                       help="PATH.npy or NAME=PATH.npy; repeat for several inputs.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for the outputs (default <binary stem>.out).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the outputs (default <binary stem>.out, "
+                                             "or <binary>.out for a binary named *.out).")] = None,
     hw: Annotated[str | None, typer.Option("--hw", help="Config YAML/name (default: the one whose fingerprint "
                                                         "the binary names, under hwconfigs/).")] = None,
     gemm_timing: Annotated[str | None, typer.Option("--gemm-timing",
@@ -80,11 +93,14 @@ def simulate(
     names = [io.name for io in program.io if io.direction == "input"]
     arrays = _read_inputs(inputs or [], names)
     folder = out if out is not None else binary.with_suffix(".out")
-    check_writable(folder / "output.npy")  # before the run, not after
+    if folder == binary:  # (a binary named prog.out)
+        folder = binary.with_name(binary.name + ".out")
+    files = _file_names([io.name for io in program.io if io.direction == "output"])
+    for file in files.values():
+        check_writable(folder / file)  # before the run, not after
     given = [part for raw in inputs or [] for part in (raw, raw.partition("=")[2]) if part]
-    for io in program.io:  # an output file may not replace an input (NAME=PATH or PATH: both spellings)
-        if io.direction == "output":
-            refuse_overwriting(folder / _file_name(io.name), binary, check, *given)
+    for file in files.values():  # an output file may not replace an input (NAME=PATH or PATH: both spellings)
+        refuse_overwriting(folder / file, binary, check, *given)
     try:
         result = run(program, arrays, timing=not no_timing, arch=hw, gemm_timing=gemm_timing)
     except SimError as exc:  # a defect of this binary: name it
@@ -97,7 +113,7 @@ def simulate(
     timing_rows = _timing_rows(binary, result, program, hw) if check is not None and result.cycles is not None else []
     paths = {}
     for name, array in result.outputs.items():
-        paths[name] = folder / _file_name(name)
+        paths[name] = folder / files[name]
         _save_npy(array, paths[name])
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -229,3 +229,21 @@ def test_asm_refuses_a_program_that_cannot_run_and_simulate_names_the_binary(run
     assert run("asm", str(far), "-o", str(tmp_path / "far.axb")).returncode == 0
     p = run("simulate", str(tmp_path / "far.axb"), "--input", f"a={a}", "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and p.stderr.startswith(f"error: {tmp_path / 'far.axb'}: ") and "memory map" in p.stderr
+
+
+def test_outputs_whose_names_give_one_file_name_are_both_saved(run, tmp_path):
+    """`y:1` and `y_1` both cleaned to y_1.npy: the second output had replaced the first, exit 0."""
+    source = tmp_path / "two.s"
+    io = ('{{"addr":{a},"direction":"output","dtype":"uint8","layout":"NC","name":"{n}","scale":1.0,'
+          '"shape":[1,16],"zero_point":0}}')
+    source.write_text(".isa 1\n.memmap dram_size=32 const_base=0\n"
+                      f".io {io.format(a=0, n='y:1')}\n.io {io.format(a=16, n='y_1')}\n"
+                      ".const " + "01" * 16 + "02" * 16 + "\nfinish\n")
+    binary = tmp_path / "two.out"  # (also: the default folder would be the binary itself)
+    assert run("asm", str(source), "-o", str(binary)).returncode == 0
+    p = run("simulate", str(binary), "--json")
+    assert p.returncode == 0, p.stderr
+    paths = {name: Path(o["path"]) for name, o in json.loads(p.stdout)["outputs"].items()}
+    assert paths["y:1"] != paths["y_1"] and paths["y:1"].parent == tmp_path / "two.out.out"
+    np.testing.assert_array_equal(np.load(paths["y:1"]), np.ones((1, 16), np.uint8))
+    np.testing.assert_array_equal(np.load(paths["y_1"]), np.full((1, 16), 2, np.uint8))
