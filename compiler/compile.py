@@ -44,6 +44,7 @@ class Compiled:
     qdq_model: Path | None
     layers: list[dict] = field(default_factory=list)
     mapper_seconds: float = 0.0  # time in dse.mappers.map_layer (part of the compile time)
+    timing: Any = None  # compile_to_file's checking run of the timing simulator (a SimResult, no values)
 
 
 def resolve_target(arch: Any) -> Target:
@@ -138,6 +139,29 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
     return Compiled(program, kept, layers, stats["mapper_seconds"])
 
 
+def _quantized(path: str | Path) -> bool:
+    """Whether the ONNX file at ``path`` is already quantized; a file that does not parse counts as
+    quantized here, so that compile_full names its defect."""
+    import onnx
+
+    from compiler.quantize import is_quantized
+
+    try:
+        return is_quantized(onnx.load(str(path), load_external_data=False))
+    except Exception:  # noqa: BLE001 - reported by compile_full
+        return True
+
+
+def checking_run(program: Program, arch: Any) -> Any:
+    """The timing simulator's run of ``program`` on zero inputs without computing values: it refuses
+    what the config's hardware cannot run (an op its vector unit lacks, a FIFO overflow, a race) and
+    gives the predicted cycles. A SimResult."""
+    from compiler.sim import simulate
+
+    zeros = {t.name: np.full(t.shape, t.zero_point, dtype=t.dtype) for t in program.io if t.direction == "input"}
+    return simulate(program, zeros, timing=True, arch=resolve_target(arch), functional=False)
+
+
 def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
                     calibration: Mapping[str, np.ndarray] | None = None, seed: int = 0,
                     inputs: Sequence[str | Path] = ()) -> Compiled:
@@ -157,9 +181,14 @@ def compile_to_file(model: str | Path, arch: Any, out: str | Path, *,
     refuse_overwriting(out, model)
     refuse_overwriting(map_out, model)
     same = same_file(model, qdq_out)  # m.q.onnx -o m.axb: the input is already the reference, kept as it is
+    if same and not _quantized(model):
+        raise UserError(f"{model}: a float model named as this build's reference ({qdq_out.name}, the quantized "
+                        f"model written next to {out.name}); rename it or choose another -o")
     with tempfile.TemporaryDirectory() as work:
         scratch = Path(work) / "model.q.onnx"
         compiled = compile_full(model, arch, calibration=calibration, seed=seed, qdq_out=None if same else scratch)
+        compiled.timing = checking_run(compiled.program, arch)  # (before the write: a refused binary
+        # had replaced the previous build's files)
         mapped = [{k: lay[k] for k in ("node", "op", "tiles", "tiling", "problem", "mapping", "analytical_cycles")}
                   for lay in compiled.layers if "mapping" in lay]
         files = {out: to_bytes(compiled.program), map_out: json.dumps({"layers": mapped}, indent=1).encode()}

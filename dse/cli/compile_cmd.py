@@ -34,14 +34,8 @@ def _calibration(paths: list[str] | None) -> dict | None:
 
 
 def summarize(compiled, target) -> dict:
-    """Per-layer table and totals, with cycles from the timing simulator (no functional execution)."""
-    import numpy as np
-
-    from compiler.sim import simulate
-
-    program = compiled.program
-    zeros = {t.name: np.full(t.shape, t.zero_point, dtype=t.dtype) for t in program.io if t.direction == "input"}
-    sim = simulate(program, zeros, timing=True, arch=target, functional=False)
+    """Per-layer table and totals, with cycles from compile_to_file's run of the timing simulator."""
+    program, sim = compiled.program, compiled.timing
     by_node = {n.get("node"): n for n in sim.nodes}
     layers = []
     for lay in compiled.layers:

@@ -176,3 +176,30 @@ def test_compiling_the_reference_keeps_it(tmp_path):
     r = CliRunner().invoke(_app(), ["compile", str(ref), "--hw", "tpu_like", "-o", str(tmp_path / "a.axb"), "--json"])
     assert r.exit_code == 0, r.output
     assert ref.read_bytes() == before and json.loads(r.stdout)["reference"] == str(ref)
+
+
+def test_a_float_model_named_as_the_reference_is_refused(tmp_path):
+    """`dse compile m.q.onnx -o m.axb` with a float m.q.onnx: the quantized reference was never written,
+    and the message pointed `--check` at the float model."""
+    src = tiny_cnn(tmp_path / "m.q.onnx")
+    before = src.read_bytes()
+    r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", "tpu_like", "-o", str(tmp_path / "m.axb")])
+    assert isinstance(r.exception, UserError) and "a float model named as this build's reference" in str(r.exception)
+    assert src.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["m.q.onnx"]
+
+
+def test_a_binary_the_simulator_refuses_is_not_written(tmp_path):
+    """A config whose vector unit lacks QADD: the checking run refuses the program. The binary, its
+    reference and map had been written (over the previous build) before that run."""
+    text = Path(load_architecture("tpu_like").source).read_text()
+    assert "vector_ops" not in text  # (the default: every op)
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(text.replace("compilable: ", "compilable:\n  vector_ops: [mov]  ", 1))
+    src = tmp_path / "add.onnx"
+    onnx.save(graphs.add([1, 16]), src)
+    out = tmp_path / "add.axb"
+    out.write_bytes(b"previous build")
+    r = CliRunner().invoke(_app(), ["compile", str(src), "--hw", str(hw), "-o", str(out)])
+    assert isinstance(r.exception, UserError) and "does not implement QADD" in str(r.exception), r.output
+    assert out.read_bytes() == b"previous build"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["add.axb", "add.onnx", "hw.yaml"]
