@@ -48,7 +48,18 @@ def _field(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> An
     value = obj[key]
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise UserError(f"{where}: field {key!r} = {value!r} has the wrong type")
+    if isinstance(value, str):
+        _unicode(value, f"{where}: field {key!r}")
     return value
+
+
+def _unicode(text: str, where: str) -> None:
+    """JSON text may escape a lone surrogate (``"\\ud800"``), which no UTF-8 file can hold: the
+    binary writer failed on it with a traceback."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{where}: {text!r} holds a lone surrogate escape, not Unicode text") from None
 
 
 def _obj(value: Any, keys: set[str], where: str) -> dict:
@@ -94,9 +105,12 @@ class IOTensor:
             object.__setattr__(self, "shape", tuple(operator.index(d) for d in self.shape))
             object.__setattr__(self, "addr", operator.index(self.addr))
             object.__setattr__(self, "zero_point", operator.index(self.zero_point))
-            object.__setattr__(self, "scale", float(self.scale))
         except (TypeError, ValueError):
-            raise UserError(f"{where}: shape, addr and zero_point must be integers and scale a number") from None
+            raise UserError(f"{where}: shape, addr and zero_point must be integers") from None
+        try:
+            object.__setattr__(self, "scale", float(self.scale))
+        except (TypeError, ValueError, OverflowError):  # (an integer of 400 digits: no float)
+            raise UserError(f"{where}: scale {self.scale!r:.40} must be a finite positive number") from None
         if self.direction not in DIRECTIONS:
             raise UserError(f"{where}: direction {self.direction!r}, expected one of {DIRECTIONS}")
         if self.dtype not in DTYPES:
@@ -126,11 +140,13 @@ class IOTensor:
         shape = _field(o, "shape", list, where)
         if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
             raise UserError(f"{where}: shape {shape!r} must be a list of integers")
-        scale = _field(o, "scale", (int, float), where)
-        return cls(name=_field(o, "name", str, where), direction=_field(o, "direction", str, where),
-                   dtype=_field(o, "dtype", str, where), shape=tuple(shape), layout=_field(o, "layout", str, where),
-                   addr=_field(o, "addr", int, where), scale=float(scale),
-                   zero_point=_field(o, "zero_point", int, where))
+        try:  # (the checks of __post_init__ name the tensor; ``where`` adds the file and line, or the entry)
+            return cls(name=_field(o, "name", str, where), direction=_field(o, "direction", str, where),
+                       dtype=_field(o, "dtype", str, where), shape=tuple(shape),
+                       layout=_field(o, "layout", str, where), addr=_field(o, "addr", int, where),
+                       scale=_field(o, "scale", (int, float), where), zero_point=_field(o, "zero_point", int, where))
+        except UserError as exc:
+            raise UserError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -157,9 +173,12 @@ class ConstSegment:
     @classmethod
     def from_json(cls, value: Any, where: str) -> ConstSegment:
         o = _obj(value, {"name", "kind", "offset", "size"}, where)
-        return cls(name=_field(o, "name", str, where), kind=_field(o, "kind", str, where),
-                   offset=_nonneg(_field(o, "offset", int, where), "offset", where),
-                   size=_nonneg(_field(o, "size", int, where), "size", where))
+        try:
+            return cls(name=_field(o, "name", str, where), kind=_field(o, "kind", str, where),
+                       offset=_nonneg(_field(o, "offset", int, where), "offset", where),
+                       size=_nonneg(_field(o, "size", int, where), "size", where))
+        except UserError as exc:
+            raise UserError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -172,6 +191,8 @@ class DebugEntry:
     def __post_init__(self) -> None:
         if not (isinstance(self.node, str) and isinstance(self.tile, str)):
             raise UserError(f"debug entry ({self.node!r}, {self.tile!r}): node and tile must be strings")
+        for text in (self.node, self.tile):
+            _unicode(text, "debug entry")
 
 
 @dataclass

@@ -152,11 +152,14 @@ def _split_comment(line: str, where: str) -> tuple[str, DebugEntry | None]:
         node, end = dec.raw_decode(rest)
         tile, end2 = dec.raw_decode(rest[end:].lstrip())
         trailing = rest[end:].lstrip()[end2:].strip()
-    except ValueError:
+    except (ValueError, RecursionError):
         raise UserError(f'{where}: debug comment must be two JSON strings: ; "node" "tile"') from None
     if not (isinstance(node, str) and isinstance(tile, str)) or trailing:
         raise UserError(f'{where}: debug comment must be two JSON strings: ; "node" "tile"')
-    return code, DebugEntry(node, tile)
+    try:
+        return code, DebugEntry(node, tile)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
 
 
 def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) -> Program:
@@ -210,7 +213,7 @@ def _directive(line: str, program: Program, const: bytearray, where: str) -> Non
     elif name in (".io", ".segment"):
         try:
             value = json.loads(arg)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise UserError(f"{where}: {name} needs one JSON object") from None
         if name == ".io":
             program.io.append(IOTensor.from_json(value, where))

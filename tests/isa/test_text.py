@@ -130,3 +130,45 @@ def test_fuzz_assembler_only_raises_user_errors(junk, at, cut):
             assemble(text)
         except UserError:
             pass
+
+
+_IO = '{"addr":0,"direction":"input","dtype":"uint8","layout":"NC","name":"x","scale":1.0,"shape":[1,4],"zero_point":0}'
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    # tracebacks before (RecursionError, OverflowError, UnicodeEncodeError when writing the binary)
+    (".io " + "[" * 100_000 + "]" * 100_000, r".io needs one JSON object"),
+    ('finish ; "n" ' + "[" * 100_000, "debug comment must be two JSON strings"),
+    (".io " + _IO.replace('"scale":1.0', '"scale":1' + "0" * 400), r"io tensor 'x': scale 1000.* must be a finite"),
+    ('finish ; "\\ud800" "t"', r"debug entry: '\\ud800' holds a lone surrogate"),
+    (".io " + _IO.replace('"name":"x"', '"name":"\\udc80"'), r"field 'name': '\\udc80' holds a lone surrogate"),
+    # the line was missing from the checks of an io entry's and a segment's values
+    (".io " + _IO.replace('"zero_point":0', '"zero_point":300'), r"io tensor 'x': zero_point 300 outside \[0, 255\]"),
+    ('.segment {"kind":"blah","name":"a","offset":0,"size":1}', r"constant segment 'a': kind 'blah'"),
+])
+def test_bad_io_and_debug_text_name_the_line(line, message):
+    with pytest.raises(UserError, match=message) as info:
+        assemble(f".memmap dram_size=64 const_base=0\n{line}\n", "prog.s")
+    assert str(info.value).startswith("prog.s:2: ")
+
+
+def test_binary_with_an_unconvertible_scale_is_a_user_error():
+    """The reader promises UserError whatever the bytes: a scale of 400 digits raised OverflowError."""
+    import json
+    import zlib
+
+    from compiler.isa.binary import HEADER, SECTION, Section
+
+    data = bytearray(to_bytes(assemble(f".memmap dram_size=64 const_base=0\n.io {_IO}\nfinish\n")))
+    pos = HEADER.size
+    while True:  # find the IO section and give it a huge integer scale, with a matching CRC
+        sid, length, _ = SECTION.unpack_from(data, pos)
+        if Section(sid) == Section.IO:
+            io = json.loads(data[pos + SECTION.size: pos + SECTION.size + length])
+            io[0]["scale"] = 10 ** 400
+            payload = json.dumps(io).encode()
+            data[pos: pos + SECTION.size + length] = SECTION.pack(sid, len(payload), zlib.crc32(payload)) + payload
+            break
+        pos += SECTION.size + length
+    with pytest.raises(UserError, match=r"io entry 0: io tensor 'x': scale 1000.* must be a finite"):
+        from_bytes(bytes(data))
