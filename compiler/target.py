@@ -15,7 +15,8 @@ A hwconfig becomes compilable by a ``compilable:`` block (read raw as ``arch.com
       vector_ops: [mov, add, ...] # VEC ops the vector unit implements (default: all of VecOp)
       gemm_timing: overlapped     # default GEMM latency mode of the timing simulator: scalesim | overlapped
 
-Every key is optional except ``lanes``. Array rows/cols come from ``arch.systolic``; SPAD/ACC
+Every key is optional except ``lanes``. The integers are bounded (``_RANGES``: e.g. ``dma_setup_cycles``
+up to 10**9, ``dram_bytes`` up to 2**32) so that no cycle count of the simulator overflows. Array rows/cols come from ``arch.systolic``; SPAD/ACC
 sizes from the named levels (``capacity_words * word_bits / 8 * instances``). Without ``spad_level`` the
 innermost SRAM holding both I and W is used; without ``acc_level`` the innermost level holding
 only O. Tests build a ``Target`` directly from keyword values.
@@ -33,6 +34,10 @@ from costmodel.errors import UserError
 GEMM_TIMINGS = ("scalesim", "overlapped")
 _KEYS = {"isa_version", "lanes", "spad_level", "acc_level", "const_kib", "dma_bytes_per_cycle",
          "dma_setup_cycles", "token_depth", "dram_bytes", "vector_ops", "gemm_timing"}
+# the integer keys' ranges: a DMA setup of 2**62 cycles overflowed the simulator's int64 times
+# (a traceback); the CONST buffer and the DRAM map lie in the 32-bit DMA address space
+_RANGES = {"lanes": (1, 4096), "const_kib": (1, 1 << 22), "dma_bytes_per_cycle": (1, 1 << 32),
+           "dma_setup_cycles": (0, 10**9), "token_depth": (1, 1 << 16), "dram_bytes": (1, 1 << 32)}
 
 
 @dataclass(frozen=True)
@@ -128,8 +133,12 @@ class Target:
         if block.get("gemm_timing", "overlapped") not in GEMM_TIMINGS:
             raise UserError(f"{at('gemm_timing')} = {block['gemm_timing']!r}, expected one of {GEMM_TIMINGS}")
         ops = block.get("vector_ops")
+        lanes = _int(block, "lanes", at)
+        if not systolic.rows == systolic.cols == lanes:
+            raise UserError(f"{at('lanes')} = {lanes}: ISA v1 needs a square array with rows == cols == lanes, "
+                            f"and systolic is {systolic.rows}x{systolic.cols}")
         return cls(
-            rows=systolic.rows, cols=systolic.cols, lanes=_int(block, "lanes", at),
+            rows=systolic.rows, cols=systolic.cols, lanes=lanes,
             spad_bytes=_level_bytes(spad, at("spad_level")), acc_bytes=_level_bytes(acc, at("acc_level")),
             const_bytes=_int(block, "const_kib", at, 16) * 1024,
             dma_bytes_per_cycle=_int({"dma_bytes_per_cycle": dma}, "dma_bytes_per_cycle", at),
@@ -170,8 +179,9 @@ class _Locator:
 
 def _int(block: dict, key: str, at: _Locator, default: int | None = None) -> int:
     value = block.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise UserError(f"{at(key)} = {value!r}, expected a non-negative integer")
+    low, high = _RANGES[key]
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise UserError(f"{at(key)} = {value!r}, expected an integer from {low} to {high:,}")
     return value
 
 

@@ -99,3 +99,23 @@ def test_plain_layout_and_bad_inputs():
         IOTensor("x", "input", "int32", (1 << 20, 1 << 20), "NC", 0)
     with pytest.raises(UserError, match="layout 'NCH'"):
         IOTensor("x", "input", "int8", (2, 3), "NCH", 0)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("token_depth", 0), ("const_kib", 0), ("dma_bytes_per_cycle", 0), ("dram_bytes", 2**32 + 1),
+    ("dma_setup_cycles", 2**62),  # (overflowed the simulator's int64 cycle times: a traceback)
+    ("lanes", 16.0),
+])
+def test_from_arch_integer_ranges_name_the_key(key, value):
+    """Out of range, these were reported under the Target's own names (const_bytes for const_kib), without
+    the file, or not at all (dma_setup_cycles)."""
+    block = {"lanes": 16, key: value}
+    with pytest.raises(UserError, match=rf"^hwconfigs/tpu_like.yaml.*compilable.{key} = {value!r}, expected an "
+                                        rf"integer from \d+ to [\d,]+$"):
+        Target.from_arch(fake_arch(**block))
+
+
+def test_lanes_other_than_the_array_name_the_line():
+    with pytest.raises(UserError, match=r"^hwconfigs/tpu_like.yaml.*compilable.lanes = 8: ISA v1 needs a square "
+                                        r"array with rows == cols == lanes, and systolic is 16x16"):
+        Target.from_arch(fake_arch(lanes=8))
