@@ -48,7 +48,9 @@ def gemm(state: MachineState, insn: Gemm, where: str, compute: bool) -> list:
         w_rows = slice(insn.w_base, insn.w_base + taps * t.rows)
         _check_rows(state, Buffer.SPAD, w_rows, f"the {taps} weight tile(s)", where)
         out.append(BufAccess(Buffer.SPAD, w_rows, write=False))
-    elif state.weights is None and compute:
+        if not compute:  # (a run without values still knows a tile is loaded: the check below needs it)
+            state.weights = np.zeros((t.rows, t.cols), np.int8)
+    elif state.weights is None:
         raise SimError(f"{where}: GEMM with loadw = 0 but no weight tile has been loaded yet")
     if insn.acc:
         out.append(BufAccess(Buffer.ACC, c_rows, write=False))

@@ -183,7 +183,7 @@ def _convert(value: np.ndarray, io: IOTensor) -> np.ndarray:
         if not np.isfinite(value).all():
             raise UserError(f"input {io.name!r}: NaN or infinite values cannot be quantized")
         return quant.requantize(value.astype(np.float32), io.scale, io.zero_point, want, divide=True)
-    if value.dtype.kind in "iub" and want.kind in "iu":
+    if value.dtype.kind in "iu" and want.kind in "iu":  # (not bool: as codes 0/1, `--check` read it as 1.0)
         info = np.iinfo(want)
         if value.size and (value.min() < info.min or value.max() > info.max):
             raise UserError(f"input {io.name!r}: values [{value.min()}, {value.max()}] do not fit {io.dtype}")

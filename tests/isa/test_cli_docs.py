@@ -113,10 +113,22 @@ def test_asm_names_the_line_of_every_instruction_a_race_involves(tmp_path: Path)
     s.write_text(".memmap dram_size=64 const_base=0\n"
                  "load y_size=1 x_size=1 dram_addr=0\n"
                  "# the gemm reads what the load writes, with no token between them\n"
-                 "gemm mx=1\n"
+                 "gemm mx=1 loadw=1\n"
                  "finish\n")
     res = run("asm", str(s), "-o", str(tmp_path / "r.axb"), "--hw", "tpu_like")
     assert res.returncode == 2
     assert res.stderr == (f"error: {s}: race (RAW): instruction 1 (line 4) [gemm] on EX reads SPAD row 0, last "
                           "written by instruction 0 (line 2) [load] with no token chain ordering them (the simulator "
                           "refuses this program on tpu_like)\n")
+
+
+def test_asm_with_a_config_refuses_a_gemm_without_loaded_weights(tmp_path: Path):
+    """The simulator refuses a GEMM that reuses weights before any loadw; `asm --hw` runs it without
+    values, and that check depended on the values: the binary was written, then refused by `simulate`."""
+    pytest.importorskip("costmodel.arch")
+    s = tmp_path / "w.s"
+    s.write_text("gemm loadw=0\nfinish\n")
+    res = run("asm", str(s), "-o", str(tmp_path / "w.axb"), "--hw", "tpu_like")
+    assert res.stderr == (f"error: {s}:1: instruction 0 [gemm]: GEMM with loadw = 0 but no weight tile has been "
+                          "loaded yet (the simulator refuses this program on tpu_like)\n")
+    assert res.returncode == 2 and not (tmp_path / "w.axb").exists()

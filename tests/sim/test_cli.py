@@ -101,11 +101,14 @@ def test_bad_binaries_exit_2_in_one_line(run, binary, tmp_path, mangle, message)
 
 def test_bad_inputs_exit_2(run, binary, tmp_path):
     path, a, _ = binary
+    mask = tmp_path / "mask.npy"
+    np.save(mask, np.load(a) > 0)  # bool: taken as codes 0/1 by the run, as 1.0 by --check's reference
     for args, message in [((), "missing input"), (("--input", str(tmp_path / "none.npy")), "cannot read"),
                           (("--input", str(a), "--input", str(a)), "unnamed file"),
                           (("--input", str(a), "--hw", "tpu_like"), "built for config fingerprint"),
                           (("--input", f"b={a}"), "the binary has no input 'b'; its inputs are ['a']"),
-                          (("--input", str(a), "--no-timing", "--gemm-timing", "scalesim"), "--no-timing turns off")]:
+                          (("--input", str(a), "--no-timing", "--gemm-timing", "scalesim"), "--no-timing turns off"),
+                          (("--input", str(mask)), "input 'a': dtype bool, the binary expects int8")]:
         p = run("simulate", str(path), *args)
         assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
         assert "Traceback" not in p.stderr
