@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from compiler.frontend.einsum import equation_problem
 from compiler.frontend.graphinfo import Graph, TensorInfo, note_bits
 from compiler.frontend.msops import add_shapes
 from compiler.frontend.optable import CONSTANT_OPS, kind_of
@@ -112,17 +113,23 @@ def _check_supported(model: Any, weights: set[str], path: Path, allow: bool,
     static = _static_names(model, weights)
     bad = []
     for i, node in enumerate(model.graph.node):
+        if node.op_type == "Einsum" and node.domain in ("", "ai.onnx") and (why := equation_problem(node)):
+            raise UserError(f"{path}: node {_label(node, i)} (Einsum): {why}")
         if all(o in static for o in node.output if o):
             continue
         if kind_of(node.op_type, node.domain) is None:
             op = f"{node.domain}::{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
             if not allow:
-                label = repr(node.name) if node.name else f"#{i} (unnamed)"
-                raise UserError(f"{path}: node {label} has op type {op}, which accel-dse does not support{hint}")
+                raise UserError(f"{path}: node {_label(node, i)} has op type {op}, which accel-dse does not "
+                                f"support{hint}")
             warnings.warn(f"{path}: unsupported op {op} (node {node.name!r}) imported as a zero-cost host layer",
                           stacklevel=4)
             bad.append(node.name)
     return bad
+
+
+def _label(node: Any, index: int) -> str:
+    return repr(node.name) if node.name else f"#{index} (unnamed)"
 
 
 def _infer(model: Any, path: Path, strict: bool) -> Any:

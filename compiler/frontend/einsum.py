@@ -9,11 +9,30 @@ joins K: MACs are always the product of all index sizes, as a direct evaluation 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from compiler.frontend.context import Context, UnsupportedVariant
 from compiler.frontend.workload import Layer
 from costmodel import problem as P
+
+_TERM = r"[A-Za-z]*(?:\.\.\.)?[A-Za-z]*"
+_EQUATION = re.compile(rf"{_TERM}(?:,{_TERM})*(?:->{_TERM})?")
+
+
+def equation_problem(node: Any) -> str | None:
+    """Why an Einsum node's equation is not one ONNX's grammar allows (None: it is): asked before shape
+    inference, which loops forever, deaf to SIGTERM, on some (two ellipses in one term)."""
+    attr = next((a for a in node.attribute if a.name == "equation"), None)
+    if attr is None:
+        return "attribute 'equation' is missing"
+    if attr.type != 3:  # onnx.AttributeProto.STRING
+        return "attribute 'equation' must be a string"
+    text = attr.s.decode(errors="replace").replace(" ", "")
+    if not _EQUATION.fullmatch(text):
+        return (f"equation {text!r}: expected comma-separated terms of letters, each with at most one "
+                "'...', and optionally '->' and the output's term")
+    return None
 
 
 def _expand(term: str, rank: int, width: int) -> list[str]:

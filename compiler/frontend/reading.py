@@ -124,7 +124,12 @@ def skeletonize_weights(model: Any, path: Path) -> None:
             location = next((e.value for e in t.external_data if e.key == "location"), "")
             present = bool(location) and (base / location).is_file()
             if present and n <= FOLD_LIMIT:
-                load_external_data_for_tensor(t, str(base))
+                try:  # (a cut file, or a location outside the model's folder, which onnx refuses to read)
+                    load_external_data_for_tensor(t, str(base))
+                except (OSError, ValueError, onnx.checker.ValidationError) as exc:
+                    why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    raise UserError(f"{path}: initializer {t.name!r}: cannot read its external data "
+                                    f"{location!r}: {why}") from None
             else:
                 if not present:
                     missing_files.add(location or "?")
@@ -147,14 +152,20 @@ def skeletonize_weights(model: Any, path: Path) -> None:
 
 
 def weight_inputs(graph: Any) -> list[str]:
-    """Graph inputs (without initializer) read only in weight slots: old models list weights as inputs."""
-    initialized = {t.name for t in graph.initializer}
+    """Graph inputs (without initializer) read only in weight slots: old models list weights as inputs.
+    Not when the node's data input (slot 0) is itself constant: ``Gemm(q, x)`` with a parameter ``q`` and
+    the graph input ``x`` in slot 1 (torch's ``F.linear(q, x)``) reads ``x`` as its data; taken for a
+    weight, the layer vanished from the model (0 MACs)."""
+    constant = {t.name for t in graph.initializer} | {o for n in graph.node if n.op_type == "Constant" for o in n.output}
     slots: dict[str, list[bool]] = {}
     for node in graph.node:
         allowed = PARAM_INPUT_SLOTS.get(node.op_type, frozenset())
+        if node.input and node.input[0] in constant:
+            allowed = frozenset()
         for i, t in enumerate(node.input):
             if t:
                 slots.setdefault(t, []).append(i in allowed)
+    initialized = {t.name for t in graph.initializer}
     return [i.name for i in graph.input
             if i.name not in initialized and slots.get(i.name) and all(slots[i.name])]
 

@@ -1,0 +1,78 @@
+"""Unusual but valid graphs imported right, and invalid ones refused (not costed as something else).
+
+Expected MACs and shapes are worked out by hand and checked against onnxruntime where it runs the model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import helper
+
+from compiler.frontend import import_onnx
+from tests.frontend.onnx_builders import FLOAT, save, weight
+
+
+def test_gemm_whose_data_is_its_second_input(tmp_path):
+    """torch's F.linear(q, x) with a parameter q: Gemm(q, x, transB=1), the graph input in slot 1.
+    Slot 1 is where old models list weights as inputs, so x was taken for a weight and the layer
+    vanished (0 layers, 0 MACs, exit 0)."""
+    node = helper.make_node("Gemm", ["q", "x"], ["y"], name="lin", transB=1)
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [3, 7])], [("y", FLOAT, None)], [weight("q", 5, 7)])
+    (layer,) = import_onnx(p).layers()
+    # y = q @ x^T: M5 (rows of q) x N3 (rows of x) x K7 = 105 MACs; q's 35 values are the parameters
+    assert layer.macs == 5 * 3 * 7 and layer.params == 35
+    out = ort.InferenceSession(str(p)).run(None, {"x": np.zeros((3, 7), np.float32)})[0]
+    assert layer.output_shapes == (out.shape,) == ((5, 3),)
+
+
+@pytest.mark.parametrize(("equation", "message"), [
+    # two ellipses in one term: onnx's shape inference looped forever (C++: deaf to SIGTERM)
+    ("...i...,i->...", r"equation '...i...,i->...': expected comma-separated terms"),
+    ("ij,jk->ik->x", r"equation 'ij,jk->ik->x'"),
+    (None, r"attribute 'equation' is missing"),  # (was a KeyError traceback)
+    (3, r"attribute 'equation' must be a string"),  # (was an AttributeError traceback)
+])
+def test_einsum_equation_outside_the_grammar_is_refused_before_shape_inference(tmp_path, equation, message):
+    from costmodel.errors import UserError
+
+    attrs = {} if equation is None else {"equation": equation}
+    node = helper.make_node("Einsum", ["a", "b"], ["y"], name="e", **attrs)
+    p = save(tmp_path / "m.onnx", [node], [("a", FLOAT, [2, 3]), ("b", FLOAT, [3])], [("y", FLOAT, None)])
+    with pytest.raises(UserError, match=rf"^{p}: node 'e' \(Einsum\): {message}"):
+        import_onnx(p)
+
+
+def _external(tmp_path, location: str):
+    """A conv whose 4x2x3x3 weight (72 floats) lies in the external file ``location``."""
+    import onnx
+    from onnx.external_data_helper import convert_model_to_external_data
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c")
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [1, 2, 5, 5])], [("y", FLOAT, None)], [weight("w", 4, 2, 3, 3)])
+    model = onnx.load(str(p))
+    convert_model_to_external_data(model, location="w.data", size_threshold=0)
+    onnx.save(model, str(p))
+    if location != "w.data":
+        model = onnx.load(str(p), load_external_data=False)
+        for e in model.graph.initializer[0].external_data:
+            if e.key == "location":
+                e.value = location
+        onnx.save(model, str(p))
+    return p
+
+
+def test_external_data_that_cannot_be_read_is_a_user_error(tmp_path):
+    from costmodel.errors import UserError
+
+    p = _external(tmp_path, "w.data")
+    assert import_onnx(p).layer("c").macs == 4 * 2 * 9 * 3 * 3  # K4 C2 R3 S3 P3 Q3
+    data = tmp_path / "w.data"
+    data.write_bytes(data.read_bytes()[:100])  # an interrupted copy: 100 of 288 bytes (was a ValueError traceback)
+    with pytest.raises(UserError, match=rf"^{p}: initializer 'w': cannot read its external data 'w.data': "):
+        import_onnx(p)
+    (tmp_path / "sub").mkdir()
+    p = _external(tmp_path / "sub", "../w.data")  # outside the model's folder: onnx refuses to read it
+    with pytest.raises(UserError, match=r"initializer 'w': cannot read its external data '../w.data': .*outside"):
+        import_onnx(p)
