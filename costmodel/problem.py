@@ -97,16 +97,16 @@ class Problem:
                 raise UserError(f"problem {self.kind}: tensor {t.name} uses unknown dimensions {sorted(unknown)}")
         if sum(t.is_output for t in self.tensors) != 1:
             raise UserError(f"problem {self.kind}: exactly one tensor must be the output")
+        for d, n in self.dims:  # (first: a dimension too large makes the counts too large too)
+            if n > MAX_DIM:
+                raise UserError(f"problem {self.describe()}: dimension {d} = {n:,} exceeds {MAX_DIM:,} (2**31 - 1), "
+                                "the largest loop bound the cost model holds")
         counts = {"MACs": self.macs, **{f"elements of tensor {t.name}": self.tensor_elements(t.name)
                                         for t in self.tensors}}
         for what, count in counts.items():
             if count > MAX_COUNT:
                 raise UserError(f"problem {self.describe()}: {count:,} {what} exceed 2**48, the limit that "
                                 "keeps the cost model's exact counts inside int64")
-        for d, n in self.dims:
-            if n > MAX_DIM:
-                raise UserError(f"problem {self.describe()}: dimension {d} = {n:,} exceeds {MAX_DIM:,} (2**31 - 1), "
-                                "the largest loop bound the cost model holds")
 
     # ---- sizes ---------------------------------------------------------------------------------
     @property

@@ -82,6 +82,9 @@ def build_workload(graph: Graph, allow_unsupported: bool = False) -> Workload:
                 raise UserError(f"{exc} ({ALLOW_HINT})") from None
             warnings.warn(f"{exc}; imported as a zero-cost host layer", stacklevel=3)
             layers.extend(build_host(ctx, node))
+        except UserError as exc:  # (a Problem's limits, e.g. 2**48 MACs, named neither the file nor the node)
+            text, where = str(exc), ctx.where(node)
+            raise UserError(text if text.startswith(where) else f"{where}: {text}") from None
     layers = fuse(ctx, layers, nodes)
     folded = _attach_constants(graph, layers, nodes)
     return Workload(

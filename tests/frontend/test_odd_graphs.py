@@ -76,3 +76,17 @@ def test_external_data_that_cannot_be_read_is_a_user_error(tmp_path):
     p = _external(tmp_path / "sub", "../w.data")  # outside the model's folder: onnx refuses to read it
     with pytest.raises(UserError, match=r"initializer 'w': cannot read its external data '../w.data': .*outside"):
         import_onnx(p)
+
+
+def test_a_layer_past_the_cost_models_limits_names_the_file_and_node(tmp_path):
+    from costmodel.errors import UserError
+
+    n = 2**20  # M = K = N = 2**20: 2**60 MACs, past the 2**48 that keeps exact counts in int64
+    node = helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")
+    p = save(tmp_path / "m.onnx", [node], [("a", FLOAT, [n, n]), ("b", FLOAT, [n, n])], [("y", FLOAT, None)])
+    with pytest.raises(UserError, match=rf"^{p}: node 'mm' \(MatMul\): problem matmul .* MACs exceed 2\*\*48"):
+        import_onnx(p)
+    # a dimension past 2**31 - 1 is named as such, not as the MAC count it also makes too large
+    p = save(tmp_path / "m.onnx", [node], [("a", FLOAT, [2**32, 2]), ("b", FLOAT, [2, 2**20])], [("y", FLOAT, None)])
+    with pytest.raises(UserError, match=rf"^{p}: node 'mm' \(MatMul\): problem .* dimension M = 4,294,967,296 exceeds"):
+        import_onnx(p)
