@@ -54,6 +54,27 @@ def _finish(ctx: Context, node: Any, problem: P.Problem, weights: int, bias: int
     return layer
 
 
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _auto_pad(ctx: Context, node: Any) -> str:
+    """The auto_pad attribute, one of ONNX's four values: TensorFlow's "SAME", or an integer, had
+    been read as no padding (onnxruntime refuses the model)."""
+    auto = ctx.attrs(node).get("auto_pad", b"NOTSET")
+    auto = auto.decode(errors="replace") if isinstance(auto, bytes) else auto
+    if auto not in _AUTO_PADS:
+        raise UserError(f"{ctx.where(node)}: auto_pad {auto!r}: expected one of {', '.join(_AUTO_PADS)}")
+    return auto
+
+
+def _group(ctx: Context, node: Any) -> int:
+    """The group attribute: a positive integer (2.5 and "2" had been read as 2)."""
+    group = ctx.attrs(node).get("group", 1)
+    if not isinstance(group, int) or group < 1:
+        raise UserError(f"{ctx.where(node)}: group {group!r}: expected a positive integer")
+    return group
+
+
 def _spatial_attrs(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: tuple[int, ...]
                    ) -> tuple[tuple[int, ...], tuple[int, ...], list[tuple[int, int]]]:
     """strides, dilations and (begin, end) padding per spatial axis, with auto_pad resolved."""
@@ -61,8 +82,7 @@ def _spatial_attrs(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: t
     rank = len(in_sizes)
     strides = tuple(a.get("strides", [1] * rank))
     dil = tuple(a.get("dilations", [1] * rank))
-    auto = a.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
+    auto = _auto_pad(ctx, node)
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         pads = []
         for n, k, s, d in zip(in_sizes, kernel, strides, dil):
@@ -75,6 +95,36 @@ def _spatial_attrs(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: t
         flat = list(a.get("pads", [0] * (2 * rank)))
         pads = [(flat[i], flat[i + rank]) for i in range(rank)]
     return strides, dil, pads
+
+
+def _transposed_output_fits(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: tuple[int, ...],
+                            strides: tuple[int, ...], dil: tuple[int, ...]) -> None:
+    """A transposed conv's output (ONNX's formula: the full scatter ``s (n - 1) + output_padding +
+    (k - 1) d + 1``, less the pads, or the given ``output_shape``) must be non-empty, no larger than
+    the scatter, and what shape inference says: an empty one, and an output_shape the scatter
+    cannot reach, had been costed (onnxruntime refuses both)."""
+    a = ctx.attrs(node)
+    rank = len(in_sizes)
+    extra = list(a.get("output_padding", [0] * rank))
+    full = [s * (n - 1) + p + (k - 1) * d + 1 for n, k, s, d, p in zip(in_sizes, kernel, strides, dil, extra)]
+    if "output_shape" in a:
+        out = list(a["output_shape"])[-rank:]
+        if any(o > f for o, f in zip(out, full)):
+            raise UserError(f"{ctx.where(node)}: output_shape {out} exceeds the transposed convolution's full "
+                            f"output {full}")
+    elif _auto_pad(ctx, node) in ("SAME_UPPER", "SAME_LOWER"):
+        out = [n * s for n, s in zip(in_sizes, strides)]
+    elif _auto_pad(ctx, node) == "VALID":
+        out = full
+    else:
+        flat = list(a.get("pads", [0] * (2 * rank)))
+        out = [f - flat[i] - flat[i + rank] for i, f in enumerate(full)]
+    if any(o < 1 for o in out):
+        raise UserError(f"{ctx.where(node)}: the pads leave an empty output {out} (full output {full})")
+    got = list(ctx.shape(node, node.output[0])[2:])
+    if got != out:
+        raise UserError(f"{ctx.where(node)}: output shape {got} disagrees with the transposed convolution's "
+                        f"arithmetic {out}")
 
 
 def _weight_fits(ctx: Context, node: Any, w: str, ws: tuple[int, ...], expected: tuple[Any, ...], layout: str) -> None:
@@ -93,10 +143,8 @@ def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
     rank = len(xs) - 2
     if rank not in (1, 2):
         raise UnsupportedVariant(f"{ctx.where(node)}: {rank}-D convolution is not supported (1-D and 2-D are)")
-    group = int(ctx.attrs(node).get("group", 1))
+    group = _group(ctx, node)
     kernel = tuple(ctx.attrs(node).get("kernel_shape", ws[2:]))
-    if group < 1:
-        raise UserError(f"{ctx.where(node)}: group {group}: expected a positive integer")
     if xs[1] % group or ws[0] % group:
         raise UserError(f"{ctx.where(node)}: group {group} does not divide the {xs[1]} input channels and the "
                         f"{ws[0]} output channels")
@@ -124,11 +172,12 @@ def _conv_transpose(ctx: Context, node: Any) -> Layer:
     if rank not in (1, 2):
         raise UnsupportedVariant(f"{ctx.where(node)}: {rank}-D transposed convolution is not supported (1-D and 2-D are)")
     a = ctx.attrs(node)
-    group = int(a.get("group", 1))
+    group = _group(ctx, node)
     kernel = tuple(a.get("kernel_shape", ws[2:]))
     _weight_fits(ctx, node, w, ws, (xs[1], None, *kernel), "input channels, output channels / group, kernel")
     strides = tuple(a.get("strides", [1] * rank))
     dil = tuple(a.get("dilations", [1] * rank))
+    _transposed_output_fits(ctx, node, xs[2:], kernel, strides, dil)
     h, wd = (1, xs[2]) if rank == 1 else (xs[2], xs[3])
     if rank == 1:
         kernel, strides, dil = (1, kernel[0]), (1, strides[0]), (1, dil[0])

@@ -90,3 +90,46 @@ def test_a_layer_past_the_cost_models_limits_names_the_file_and_node(tmp_path):
     p = save(tmp_path / "m.onnx", [node], [("a", FLOAT, [2**32, 2]), ("b", FLOAT, [2, 2**20])], [("y", FLOAT, None)])
     with pytest.raises(UserError, match=rf"^{p}: node 'mm' \(MatMul\): problem .* dimension M = 4,294,967,296 exceeds"):
         import_onnx(p)
+
+
+@pytest.mark.parametrize(("attrs", "message"), [
+    ({"auto_pad": "SAME"}, r"auto_pad 'SAME': expected one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"),  # TF's name
+    ({"auto_pad": 1}, r"auto_pad 1: expected one of"),
+    ({"group": 2.5}, r"group 2.5: expected a positive integer"),  # (read as 2)
+])
+def test_conv_attributes_onnx_does_not_define_are_refused(tmp_path, attrs, message):
+    """Each was costed as something else with exit 0 (no padding, 2 groups); onnxruntime refuses the model."""
+    from costmodel.errors import UserError
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", **attrs)
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [1, 4, 8, 8])], [("y", FLOAT, None)], [weight("w", 6, 4, 3, 3)])
+    with pytest.raises(UserError, match=rf"^{p}: node 'c' \(Conv\): {message}"):
+        import_onnx(p)
+
+
+@pytest.mark.parametrize(("attrs", "message"), [
+    # 8x8, k3, s1: full output 10; pads of 5 on every side leave 0 (reported as [1, 2, 0, 0], 4,608 MACs)
+    ({"pads": [5, 5, 5, 5]}, r"the pads leave an empty output \[0, 0\] \(full output \[10, 10\]\)"),
+    # stride 2: full output 2 * 7 + 3 = 17, less than the 20 asked (reported as [1, 2, 20, 20])
+    ({"strides": [2, 2], "output_shape": [20, 20]}, r"output_shape \[20, 20\] exceeds .* full output \[17, 17\]"),
+])
+def test_transposed_conv_output_the_arithmetic_cannot_give_is_refused(tmp_path, attrs, message):
+    from costmodel.errors import UserError
+
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="t", **attrs)
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [1, 4, 8, 8])], [("y", FLOAT, None)], [weight("w", 4, 2, 3, 3)])
+    with pytest.raises(UserError, match=rf"^{p}: node 't' \(ConvTranspose\): {message}"):
+        import_onnx(p)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - onnxruntime refuses it too (its own exception types)
+        ort.InferenceSession(str(p)).run(None, {"x": np.zeros((1, 4, 8, 8), np.float32)})
+
+
+@pytest.mark.parametrize("attrs", [{"pads": [1, 0, 2, 1]}, {"strides": [2, 2], "output_shape": [16, 17]},
+                                   {"strides": [2, 2], "output_padding": [1, 0]}, {"auto_pad": "SAME_UPPER"}])
+def test_transposed_conv_output_shapes_agree_with_onnxruntime(tmp_path, attrs):
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="t", **attrs)
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [1, 4, 8, 8])], [("y", FLOAT, None)], [weight("w", 4, 2, 3, 3)])
+    (layer,) = import_onnx(p).layers()
+    out = ort.InferenceSession(str(p)).run(None, {"x": np.zeros((1, 4, 8, 8), np.float32)})[0]
+    assert layer.output_shapes == (out.shape,)
+    assert layer.macs == 4 * 2 * 8 * 8 * 3 * 3  # the scatter: every input element times the whole kernel
