@@ -62,8 +62,12 @@ def _name_nodes(graph: Any) -> None:
 def _check_references(graph: Any, path: Path) -> None:
     defined = {"", *(i.name for i in graph.input), *(t.name for t in graph.initializer)}
     defined.update(o for n in graph.node for o in n.output)
+    sparse = {t.values.name for t in graph.sparse_initializer}
     for node in graph.node:
         for t in node.input:
+            if t in sparse and t not in defined:  # (valid ONNX, which this file had called corrupt)
+                raise UserError(f"{path}: node {node.name!r} ({node.op_type}) reads {t!r}, a sparse initializer; "
+                                "those are not supported: store it as a dense initializer")
             if t not in defined:
                 raise UserError(f"{path}: node {node.name!r} ({node.op_type}) reads tensor {t!r} that no node, "
                                 f"initializer or graph input defines (truncated or corrupt file?)")

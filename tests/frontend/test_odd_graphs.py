@@ -133,3 +133,20 @@ def test_transposed_conv_output_shapes_agree_with_onnxruntime(tmp_path, attrs):
     out = ort.InferenceSession(str(p)).run(None, {"x": np.zeros((1, 4, 8, 8), np.float32)})[0]
     assert layer.output_shapes == (out.shape,)
     assert layer.macs == 4 * 2 * 8 * 8 * 3 * 3  # the scatter: every input element times the whole kernel
+
+
+def test_a_sparse_initializer_is_named_as_unsupported_not_as_corruption(tmp_path):
+    import onnx
+
+    from costmodel.errors import UserError
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c")
+    p = save(tmp_path / "m.onnx", [node], [("x", FLOAT, [1, 2, 5, 5])], [("y", FLOAT, None)])
+    model = onnx.load(str(p))
+    values = helper.make_tensor("w", FLOAT, [2], [1.0, 2.0])
+    indices = helper.make_tensor("w_idx", onnx.TensorProto.INT64, [2], [0, 7])
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [4, 2, 3, 3]))
+    onnx.save(model, str(p))
+    with pytest.raises(UserError, match=rf"^{p}: node 'c' \(Conv\) reads 'w', a sparse initializer; those are not "
+                                        "supported: store it as a dense initializer$"):
+        import_onnx(p)
