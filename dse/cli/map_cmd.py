@@ -47,7 +47,7 @@ def _check_json_out(path: Path, *inputs: str | Path | None) -> None:
     refuse_overwriting(path, *inputs)
 
 
-def _print_network(res: Any) -> None:
+def _print_network(res: Any, shown: set[str]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -85,7 +85,8 @@ def _print_network(res: Any) -> None:
         s.add_row(k, v)
     con.print(s)
     for w in res.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        if w not in shown:  # (the import's warnings were printed as they came)
+            print(f"warning: {w}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:
@@ -119,7 +120,7 @@ def register(app: typer.Typer) -> None:
 
             _check_json_out(json_out, model, resolve_path(hw), db)  # (a shipped name: its file)
         opts = _fast_options(mapper, max_evaluations, victory)
-        with user_warnings_as_lines():
+        with user_warnings_as_lines() as shown:
             if allow_unsupported:
                 from dse.api import load_workload
 
@@ -133,7 +134,7 @@ def register(app: typer.Typer) -> None:
         if to_stdout:
             typer.echo(json.dumps(res.to_dict(), indent=2))
             return
-        _print_network(res)
+        _print_network(res, shown)
 
     @app.command("best-mapping")
     def best_mapping(

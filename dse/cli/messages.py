@@ -10,11 +10,12 @@ from typing import TextIO
 
 
 @contextlib.contextmanager
-def user_warnings_as_lines() -> Iterator[None]:
+def user_warnings_as_lines() -> Iterator[set[str]]:
     """The block's UserWarnings as one ``warning: ...`` line each on stderr (not Python's two-line
     ``file:line: UserWarning`` form), printed when issued: before a long sweep, not after it, and
     before an error they may explain ("symbolic input dims fixed to 1"); each text once (a model
-    is lowered twice by `dse compile`)."""
+    is lowered twice by `dse compile`). Yields the set of texts shown, so a summary printed later
+    can leave them out."""
     with warnings.catch_warnings():
         warnings.simplefilter("always", UserWarning)
         python_form = warnings.showwarning
@@ -30,4 +31,4 @@ def user_warnings_as_lines() -> Iterator[None]:
                 python_form(message, category, filename, lineno, file, line)
 
         warnings.showwarning = show  # (catch_warnings puts Python's back on exit)
-        yield
+        yield shown

@@ -197,7 +197,7 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
             store.close()
 
     results: list[LayerResult] = []
-    layer_warnings: list[str] = []
+    layer_warnings: list[str] = list(wl.warnings)  # the import's (symbolic dims fixed to 1, host layers...)
     done: dict[str, LayerResult] = {}
     plain: dict[str, tuple[Mapping, dict[str, Any]]] = {}  # per search: its mapping's metrics before post-ops
     for x in selected:

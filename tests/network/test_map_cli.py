@@ -236,6 +236,14 @@ def test_import_warnings_are_one_line_each(tmp_path) -> None:
     assert r.returncode == 2 and "UserWarning" not in r.stderr, r.stderr
     assert lines[0].startswith("warning: ") and "symbolic input dims fixed to 1" in lines[0]
     assert lines[-1].startswith("error: ") and "node 'c' (Conv)" in lines[-1] and len(lines) == 2
+    # a batch dim alone fixed to 1 maps; the warning is shown once and kept in --json's warnings (was [])
+    g.input[0].type.tensor_type.shape.dim[2].dim_value = 6
+    g.input[0].type.tensor_type.shape.dim[3].dim_value = 6
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    for args in ((), ("--json", str(tmp_path / "r.json"))):
+        r = run_dse("map", str(path), "--hw", "tiny", "--no-db", *args, cache=tmp_path)
+        assert r.returncode == 0 and r.stderr.count("symbolic input dims fixed to 1: x[0]=N") == 1, r.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["warnings"] == [f"{path}: symbolic input dims fixed to 1: x[0]=N"]
 
 
 def test_allow_unsupported_maps_around_an_unknown_op(tmp_path) -> None:
