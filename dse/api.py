@@ -37,14 +37,15 @@ def load_workload(model: str | Path, allow_unsupported: bool = False) -> Workloa
     """A model as a workload graph: an ONNX file path, or the name of a zoo model."""
     from costmodel.errors import UserError
 
-    path = _path(model, "model")
-    if path.suffix == ".onnx" or path.exists():
-        from compiler.frontend import import_onnx
-
-        return import_onnx(path, allow_unsupported=allow_unsupported)
     from dse import workloads
 
-    if str(model) in workloads.names():
+    path = _path(model, "model")
+    zoo = str(model) in workloads.names()
+    if path.suffix == ".onnx" or path.is_file() or (path.exists() and not zoo):  # (a folder named like a zoo
+        from compiler.frontend import import_onnx  # model had hidden it)
+
+        return import_onnx(path, allow_unsupported=allow_unsupported)
+    if zoo:
         return workloads.load(str(model))
     raise UserError(f"{model}: no such ONNX file, and not a zoo model (see `dse zoo list`)")
 

@@ -139,3 +139,17 @@ def test_flags_of_the_wrong_kind(tmp_path: Path):
             map_layer(LAYER, ARCH, **option)
     with pytest.raises(TypeError, match="timing must be True or False"):
         api.simulate(tmp_path / "x.axb", {}, timing="no")
+
+
+def test_a_folder_named_like_a_zoo_model_does_not_hide_it(tmp_path, monkeypatch):
+    """`dse inspect keyword_spotting` in a folder holding a keyword_spotting/ folder said "a folder, not an
+    ONNX file"; a folder with any other name still gets that message."""
+    from dse import api, workloads
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keyword_spotting").mkdir()
+    monkeypatch.setattr(workloads, "load", lambda name: f"zoo:{name}")
+    assert api.load_workload("keyword_spotting") == "zoo:keyword_spotting"
+    (tmp_path / "other").mkdir()
+    with pytest.raises(UserError, match="other: a folder, not an ONNX file"):
+        api.load_workload("other")
