@@ -36,7 +36,6 @@ def _path(value: Any, name: str) -> Path:
 def load_workload(model: str | Path, allow_unsupported: bool = False) -> Workload:
     """A model as a workload graph: an ONNX file path, or the name of a zoo model."""
     from costmodel.errors import UserError
-
     from dse import workloads
 
     path = _path(model, "model")

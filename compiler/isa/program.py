@@ -86,6 +86,22 @@ def finish_problem(insns: list[Instruction], describe: Any = lambda i: f"instruc
     return None if early is None else f"{describe(early)} is a FINISH before the end of the program"
 
 
+def fingerprint_problem(fp: Any) -> str | None:
+    """Why ``fp`` is not a config fingerprint (None: it is); the assembler asks at the directive's line."""
+    if isinstance(fp, str) and len(fp) == 16 and all(c in "0123456789abcdef" for c in fp):
+        return None
+    return f"fingerprint {fp!r} must be 16 lowercase hex digits"
+
+
+def memmap_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` is not a valid ``dram_size`` / ``const_base`` (None: it is)."""
+    try:
+        ok = not isinstance(value, bool) and 0 <= operator.index(value) <= 1 << 32
+    except TypeError:
+        ok = False
+    return None if ok else f"{key} = {value!r}, expected an integer in [0, 2**32]"
+
+
 @dataclass(frozen=True)
 class IOTensor:
     """One model input or output as it sits in device DRAM."""
@@ -211,20 +227,15 @@ class Program:
 
     def validate(self) -> None:
         """Consistency that does not depend on a config: raises UserError."""
-        fp = self.fingerprint
-        if not (isinstance(fp, str) and len(fp) == 16 and all(c in "0123456789abcdef" for c in fp)):
-            raise UserError(f"program: fingerprint {fp!r} must be 16 lowercase hex digits")
+        if why := fingerprint_problem(self.fingerprint):
+            raise UserError(f"program: {why}")
         if self.isa_version != ISA_VERSION:
             raise UserError(f"program: ISA version {self.isa_version}, this toolkit writes {ISA_VERSION}")
         for key in ("dram_size", "const_base"):
             value = getattr(self, key)
-            try:
-                value = operator.index(value)
-            except TypeError:
-                value = None
-            if value is None or isinstance(getattr(self, key), bool) or not 0 <= value <= 1 << 32:
-                raise UserError(f"program: {key} = {getattr(self, key)!r}, expected an integer in [0, 2**32]")
-            setattr(self, key, value)
+            if why := memmap_problem(key, value):
+                raise UserError(f"program: {why}")
+            setattr(self, key, operator.index(value))
         for seg in self.const_segments:
             if seg.offset < 0 or seg.size < 0 or seg.offset + seg.size > len(self.constants):
                 raise UserError(f"constant segment {seg.name!r} [{seg.offset}, +{seg.size}) lies outside "

@@ -24,7 +24,14 @@ import numpy as np
 
 from compiler.isa.encoding import encode, operand_values
 from compiler.isa.instructions import CLASSES, Instruction, SetReg
-from compiler.isa.program import ConstSegment, DebugEntry, IOTensor, Program
+from compiler.isa.program import (
+    ConstSegment,
+    DebugEntry,
+    IOTensor,
+    Program,
+    fingerprint_problem,
+    memmap_problem,
+)
 from compiler.isa.spec import BY_MNEMONIC, FORMATS, FP32_REGS, ISA_VERSION, TOKEN_NAMES, Field
 from costmodel.errors import UserError
 
@@ -203,13 +210,18 @@ def _directive(line: str, program: Program, const: bytearray, where: str) -> Non
         if _parse_int(arg, where) != ISA_VERSION:
             raise UserError(f"{where}: .isa {arg}, this assembler emits ISA version {ISA_VERSION}")
     elif name == ".fingerprint":
+        if why := fingerprint_problem(arg):
+            raise UserError(f"{where}: {why}")
         program.fingerprint = arg
     elif name == ".memmap":
         for item in arg.split():
             key, eq, value = item.partition("=")
             if key not in ("dram_size", "const_base") or not eq:
                 raise UserError(f"{where}: .memmap takes dram_size=N const_base=N, got {item!r}")
-            setattr(program, key, _parse_int(value, where))
+            number = _parse_int(value, where)
+            if why := memmap_problem(key, number):
+                raise UserError(f"{where}: {why}")
+            setattr(program, key, number)
     elif name in (".io", ".segment"):
         try:
             value = json.loads(arg)

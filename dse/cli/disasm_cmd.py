@@ -58,7 +58,7 @@ def asm(
         raise UserError(f"{source}: cannot read as text ({exc})") from None
     lines: list[int] = []
     program = assemble(text, str(source), lines)
-    problem = finish_problem(program.instructions)
+    problem = finish_problem(program.instructions, lambda i: f"instruction {i} (line {lines[i]})")
     if problem is not None:  # (the simulator would refuse the binary)
         hint = "" if program.instructions and isinstance(program.instructions[-1], Finish) else \
             " (end the program with `finish`)"

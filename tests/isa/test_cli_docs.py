@@ -132,3 +132,11 @@ def test_asm_with_a_config_refuses_a_gemm_without_loaded_weights(tmp_path: Path)
     assert res.stderr == (f"error: {s}:1: instruction 0 [gemm]: GEMM with loadw = 0 but no weight tile has been "
                           "loaded yet (the simulator refuses this program on tpu_like)\n")
     assert res.returncode == 2 and not (tmp_path / "w.axb").exists()
+
+
+def test_asm_names_the_line_of_an_early_finish(tmp_path: Path):
+    s = tmp_path / "f.s"
+    s.write_text("# two\nfinish\nfinish\n")
+    res = run("asm", str(s), "-o", str(tmp_path / "f.axb"))
+    assert res.returncode == 2
+    assert res.stderr == f"error: {s}: instruction 0 (line 2) is a FINISH before the end of the program\n"

@@ -91,8 +91,10 @@ def test_directive_errors():
         assemble(".isa 7\n", "prog.s")
     with pytest.raises(UserError, match="unknown directive '.bogus'"):
         assemble(".bogus 1\n", "prog.s")
-    with pytest.raises(UserError, match="fingerprint 'xyz' must be 16 lowercase hex"):
-        assemble(".fingerprint xyz\n", "prog.s")
+    with pytest.raises(UserError, match="^prog.s:2: fingerprint 'xyz' must be 16 lowercase hex"):
+        assemble("finish\n.fingerprint xyz\n", "prog.s")
+    with pytest.raises(UserError, match=r"^prog.s:2: dram_size = -5, expected an integer in \[0, 2\*\*32\]"):
+        assemble("finish\n.memmap dram_size=-5 const_base=0\n", "prog.s")  # (the line was missing)
     with pytest.raises(UserError, match=".const needs hex"):
         assemble(".const zz\n", "prog.s")
 

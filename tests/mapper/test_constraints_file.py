@@ -93,10 +93,10 @@ def test_a_conflict_names_the_files_it_comes_from(tmp_path: Path) -> None:
     # each fits the fan-out of 2 alone, not together
     ("- {level: buffer, spatial_y: {K: 2, N: 2}}\n", r"fixes spatial_y factors K=2, N=2 \(product 4\), but its Y fan-out is 2"),
     # 2 x 2 x 2 divides 32, but every loop of K is fixed: nothing can take the remaining 4
-    ("- {level: DRAM, temporal: {K: 2}}\n- {level: buffer, temporal: {K: 2}, spatial_x: {K: 2}, spatial_y: {K: 1}}\n"
-     "- {level: rf, temporal: {K: 1}}\n", r"multiply to 8, and no loop of it is left free"),
-    ("- {level: rf, temporal: {K: 3}}\n", r"dimension K has size 32, but the fixed factors \(rf.temporal=3\) multiply "
-                                          r"to 3, which does not divide it"),
+    (("- {level: DRAM, temporal: {K: 2}}\n- {level: buffer, temporal: {K: 2}, spatial_x: {K: 2}, spatial_y: {K: 1}}\n"
+      "- {level: rf, temporal: {K: 1}}\n"), r"multiply to 8, and no loop of it is left free"),
+    ("- {level: rf, temporal: {K: 3}}\n", (r"dimension K has size 32, but the fixed factors \(rf.temporal=3\) "
+                                           r"multiply to 3, which does not divide it")),
 ])
 def test_fixed_factors_that_cannot_hold_name_the_file(tmp_path: Path, entries: str, match: str) -> None:
     from costmodel.arch import load_architecture
@@ -123,6 +123,6 @@ def test_fixed_factors_from_config_and_file_name_both(tmp_path: Path) -> None:
         Mapspace(matmul(8, 32, 8), load_architecture(hw), user)
     user.write_text("- {level: buffer, temporal: {K: 2}, spatial_x: {K: 2}}\n")  # 4 x 2 x 2 divides 32: fine
     ms = Mapspace(matmul(8, 32, 8), load_architecture(hw), user)
-    t, sx, _ = ms.spatial_factors()
+    _, sx, _ = ms.spatial_factors()
     k = matmul(8, 32, 8).dim_names.index("K")
     assert (sx[:, 1, k] == 2).all()
