@@ -46,6 +46,9 @@ def resolve_path(text: str, data: dict[str, Any], model: type[BaseModel]) -> Pat
                                for m in _TOKEN.finditer(text)]
     if not tokens or "".join(f"[{t}]" if isinstance(t, int) else t for t in tokens) != text.replace(".", ""):
         raise ValueError(f"cannot parse field path {text!r} (expected e.g. levels.buffer.capacity)")
+    if any(not part for part in text.split(".")):  # (levels..capacity read as levels.capacity)
+        raise ValueError(f"cannot parse field path {text!r}: an empty name between dots "
+                         "(expected e.g. levels.buffer.capacity)")
     out: list[str | int] = []
     cur: Any = data
     kind, cls = "model", model

@@ -474,8 +474,9 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
         raise lines.error(("knobs",), str(exc)) from None
     names = [w.name for w in spec.workloads]
     for i, w in enumerate(spec.workloads):
-        if names.count(w.name) > 1:
-            raise lines.error(("workloads", i, "name"), f"workload name {w.name!r} is used twice")
+        if w.name in names[:i]:  # (at the second use: the first was fine when it was written)
+            raise lines.error(("workloads", i, "name"), f"workload name {w.name!r} is used twice (first at "
+                              f"workloads[{names.index(w.name)}])")
         _check_workload(base_dir, w, lines, ("workloads", i))
     metrics = set(metric_names(names))
     for i, o in enumerate(spec.objectives):
