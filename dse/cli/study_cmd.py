@@ -66,7 +66,10 @@ def results(
     study, ost = read_study(study_dir, storage)
     table = trials_table(study, ost)
     if not (table["state"] == "COMPLETE").any():  # (an error writes nothing)
-        why = (f"its {len(table)} trials were pruned or failed: their reasons are in `dse sweep`'s trials.csv"
+        states = ", ".join(f"{n} {s.lower()}" for s, n in table["state"].value_counts().sort_index().items())
+        why = (f"of its {len(table)} trials {states}; reasons are in `dse sweep`'s trials.csv"
+               + ("; `dse sweep` again resumes those that were running when it stopped"
+                  if (table["state"] == "RUNNING").any() else "")
                if len(table) else "run `dse sweep` first")
         raise UserError(f"{study_dir}: no completed trials to show ({why})")
     write_tables(table, study_dir)

@@ -79,7 +79,13 @@ def test_results_without_completed_trials(tmp_path: Path) -> None:
     assert dse("sweep", path, "--no-progress")[0] == 0
     for extra in ((), ("--json",)):
         err = _one_line(*dse("results", tmp_path / "out", *extra))
-        assert "out: no completed trials to show (its 2 trials were pruned or failed" in err, err
+        assert "out: no completed trials to show (of its 2 trials 2 pruned; reasons are in" in err, err
+    from dse.study.runner import read_study
+
+    read_study(tmp_path / "out", None)[1].ask()  # a trial left running, as by a killed sweep
+    err = _one_line(*dse("results", tmp_path / "out"))
+    assert "(of its 3 trials 2 pruned, 1 running; reasons are in `dse sweep`'s trials.csv; `dse sweep` again " \
+           "resumes those that were running when it stopped)" in err, err
     table = pd.read_csv(tmp_path / "out" / "trials.csv")
     cols = [*metric_names(["net"]), "violation:area_mm2 <= 1", "violation:net: latency_ms <= 1000 / fps"]
     assert set(cols) <= set(table.columns) and table[cols].isna().all().all()
