@@ -8,6 +8,7 @@ widths of their integer operands, ConvInteger/MatMulInteger write int32. Partial
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -82,19 +83,26 @@ def _spatial_attrs(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: t
     rank = len(in_sizes)
     strides = tuple(a.get("strides", [1] * rank))
     dil = tuple(a.get("dilations", [1] * rank))
-    auto = _auto_pad(ctx, node)
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads = []
-        for n, k, s, d in zip(in_sizes, kernel, strides, dil):
-            total = max(0, (math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n)
-            small, big = total // 2, total - total // 2
-            pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
-    elif auto == "VALID":
-        pads = [(0, 0)] * rank
-    else:
+    pads = auto_pads(_auto_pad(ctx, node), in_sizes, kernel, strides, dil)
+    if pads is None:
         flat = list(a.get("pads", [0] * (2 * rank)))
         pads = [(flat[i], flat[i + rank]) for i in range(rank)]
     return strides, dil, pads
+
+
+def auto_pads(auto: str, in_sizes: Iterable[int], kernel: Iterable[int], strides: Iterable[int],
+              dil: Iterable[int]) -> list[tuple[int, int]] | None:
+    """(begin, end) padding per spatial axis that ``auto_pad`` implies (None for NOTSET: the ``pads``
+    attribute holds it): SAME_UPPER / SAME_LOWER pad ``max(0, (ceil(n/s) - 1) s + (k - 1) d + 1 - n)``
+    with the odd element at the end / the beginning; VALID pads nothing. (The compiler lowers with it too.)"""
+    if auto == "NOTSET":
+        return None
+    pads = []
+    for n, k, s, d in zip(in_sizes, kernel, strides, dil, strict=True):
+        total = max(0, (math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n) if auto != "VALID" else 0
+        small, big = total // 2, total - total // 2
+        pads.append((small, big) if auto != "SAME_LOWER" else (big, small))
+    return pads
 
 
 def _transposed_output_fits(ctx: Context, node: Any, in_sizes: tuple[int, ...], kernel: tuple[int, ...],

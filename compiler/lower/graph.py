@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from compiler.frontend.mac_layers import auto_pads
 from compiler.isa.program import IOTensor
 from compiler.lower import const_matmul, conv, layout_ops, ort_ref, resize_linear, vector
 from compiler.lower.emitter import Act, Emitter, act_bytes
@@ -38,6 +39,9 @@ class GraphLowering:
         self.consumers: dict[str, list] = {}
         self.producer: dict[str, object] = {}
         for n in model.graph.node:
+            # an unnamed node (onnx.helper's default) is named by its first output, as its layer is in the
+            # debug map: messages had read `node  (QLinearConv): ...`
+            n.name = n.name or n.output[0]
             for i in n.input:
                 self.consumers.setdefault(i, []).append(n)
             for o in n.output:
@@ -97,7 +101,7 @@ class GraphLowering:
         for node in self.model.graph.node:
             handler = handlers.get(node.op_type)
             if handler is None:
-                raise UserError(f"node {node.name or node.output[0]} ({node.op_type}): the target cannot execute "
+                raise UserError(f"node {node.name} ({node.op_type}): the target cannot execute "
                                 f"{node.op_type} (ORT runs it in float, or no lowering exists); supported: "
                                 f"{sorted(handlers)}")
             handler(node)
@@ -115,7 +119,7 @@ class GraphLowering:
                                         a.zero_point))
 
     def _layer(self, node) -> None:
-        self.em.begin_layer(node.name or node.output[0], node.op_type)
+        self.em.begin_layer(node.name, node.op_type)
 
     def quantize(self, node) -> None:
         src = node.input[0]
@@ -151,8 +155,7 @@ class GraphLowering:
                 vector.lower_lut(self.em, self.em.node, x, out, vector.lut_table(x, out, lambda v: v))
             return
         if not all(u.op_type in ("ReduceMean", "Resize") for u in users):  # lowered by their handlers
-            name = users[0].name or f"producing {users[0].output[0]!r}"  # exporters may leave names empty
-            raise UserError(f"node {name} ({users[0].op_type}): onnxruntime runs this op in float "
+            raise UserError(f"node {users[0].name} ({users[0].op_type}): onnxruntime runs this op in float "
                             "(DequantizeLinear -> op -> QuantizeLinear); the target has no float unit")
 
     def qconv(self, node) -> None:
@@ -164,12 +167,16 @@ class GraphLowering:
         if len(w.shape) != 4:
             raise UserError(f"node {node.name} (QLinearConv): only 2-D convolution is lowered")
         pads = tuple(at.get("pads", [0, 0, 0, 0]))
-        if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-            raise UserError(f"node {node.name} (QLinearConv): auto_pad is not supported; export explicit pads")
+        auto = at.get("auto_pad", b"NOTSET")
+        stride, dilation = tuple(at.get("strides", [1, 1])), tuple(at.get("dilations", [1, 1]))
+        if (same := auto_pads(auto.decode() if isinstance(auto, bytes) else auto, x.shape[2:], w.shape[2:],
+                              stride, dilation)) is not None:
+            (top, bottom), (left, right) = same
+            pads = (top, left, bottom, right)
         spec = conv.ConvSpec(w=w, bias=self.consts[node.input[8]] if len(node.input) > 8 and node.input[8]
                              else np.zeros(w.shape[0], np.int32), w_scale=self.c(node, 4, "weight scale"),
-                             stride=tuple(at.get("strides", [1, 1])), pads=(pads[0], pads[1], pads[2], pads[3]),
-                             dilation=tuple(at.get("dilations", [1, 1])), group=int(at.get("group", 1)),
+                             stride=stride, pads=(pads[0], pads[1], pads[2], pads[3]),
+                             dilation=dilation, group=int(at.get("group", 1)),
                              y_scale=float(self.c(node, 6, "y scale")), y_zp=int(self.c(node, 7, "y zero point")))
         ho, wo = conv._out_dims(x, spec)
         y = self.out(node, (1, w.shape[0], ho, wo), spec.y_scale, self.c(node, 7, "y zero point"))
@@ -357,7 +364,7 @@ class GraphLowering:
         x = self.act(node, 0)
         k, s, p, at = self._pool_attrs(node, x)
         if at.get("count_include_pad", 0) and p != tuple(at.get("pads", [0, 0, 0, 0])):
-            warnings.warn(f"node {node.name or repr(node.output[0])} ({node.op_type}): ceil_mode with "
+            warnings.warn(f"node {node.name} ({node.op_type}): ceil_mode with "
                           "count_include_pad, and a last window overhangs the edge: onnxruntime's int8 kernel, "
                           "which the binary follows bit for bit, divides those windows by the kernel size, where "
                           "the float model (torch, onnx.reference) divides by the count inside the padded image; "

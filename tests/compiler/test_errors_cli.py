@@ -203,3 +203,12 @@ def test_a_binary_the_simulator_refuses_is_not_written(tmp_path):
     assert isinstance(r.exception, UserError) and "does not implement QADD" in str(r.exception), r.output
     assert out.read_bytes() == b"previous build"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["add.axb", "add.onnx", "hw.yaml"]
+
+
+def test_an_unnamed_node_is_named_by_its_output_in_messages(tmp_path):
+    """onnx.helper leaves node names empty: messages read `node  (QLinearConv): group 2 ...`."""
+    m = graphs.conv(np.random.default_rng(0), 4, 4, (3, 3), (1, 1), (1, 1, 1, 1), (6, 6), group=2)
+    assert not m.graph.node[0].name
+    onnx.save(m, tmp_path / "g.onnx")
+    with pytest.raises(UserError, match=r"^node \S+ \(QLinearConv\): group 2 with 4 -> 4 channels"):
+        compile_model(tmp_path / "g.onnx", "tpu_like")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from onnx import helper
 
 from compiler.target import Target
 from tests.compiler import graphs
@@ -118,4 +119,23 @@ def test_weight_groups_when_weights_exceed_the_scratchpad():
     with tempfile.TemporaryDirectory() as tmp:
         lsb, (program, *_) = graphs.lsb_vs_ort(fc, Path(tmp), 5, tinier)
     assert len({e.tile for e in program.debug.values() if e.tile.startswith("M ")}) >= 2
+    assert lsb == 0
+
+
+@pytest.mark.parametrize("auto_pad,k,stride,hw", [
+    ("SAME_UPPER", 3, 2, (9, 10)), ("SAME_LOWER", 3, 2, (9, 10)),  # odd total padding: the extra row at the end / start
+    ("SAME_UPPER", 5, 1, (7, 6)), ("VALID", 3, 1, (8, 8)),
+])
+def test_conv_with_auto_pad_bit_exact(auto_pad, k, stride, hw):
+    """auto_pad (TF-converted models) resolves to explicit pads as ONNX defines them; it was refused."""
+    rng = np.random.default_rng(k)
+    m = graphs.conv(rng, 3, 20, (k, k), (stride, stride), (0, 0, 0, 0), hw)
+    conv_node = m.graph.node[0]
+    del conv_node.attribute[[a.name for a in conv_node.attribute].index("pads")]
+    conv_node.attribute.append(helper.make_attribute("auto_pad", auto_pad))
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), k)
+    out = {t.name: t.shape for t in program.io if t.direction == "output"}
+    size = [-(-n // stride) if auto_pad != "VALID" else n - k + 1 for n in hw]
+    assert [1, 20, *size] in [list(s) for s in out.values()]
     assert lsb == 0

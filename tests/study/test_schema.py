@@ -61,11 +61,11 @@ def test_good_study_loads(tmp_path: Path) -> None:
          "s.yaml:7: knobs.rows.path: levels.glb.fanout.y: no item named 'glb'"),
         ("levels.buffer.fanout.y", "levels.buffer.fanout", "is a group of fields"),
         # an empty name had been skipped: levels..capacity read as levels.capacity ("no item named 'capacity'")
-        ("levels.buffer.fanout.y", "levels..fanout.y", "s.yaml:7: knobs.rows.path: cannot parse field path "
-         "'levels..fanout.y': an empty name between dots"),
+        ("levels.buffer.fanout.y", "levels..fanout.y", ("s.yaml:7: knobs.rows.path: cannot parse field path "
+                                                        "'levels..fanout.y': an empty name between dots")),
         # reported at the second use, which is the one to change (it had pointed at the first)
-        ("    layers: [{kind: matmul, m: 8, k: 8, n: 8}]", "    layers: [{kind: matmul, m: 8, k: 8, n: 8}]\n  - name: net"
-         "\n    layers: [{kind: matmul, m: 8, k: 8, n: 8}]",
+        ("    layers: [{kind: matmul, m: 8, k: 8, n: 8}]",
+         "    layers: [{kind: matmul, m: 8, k: 8, n: 8}]\n  - name: net\n    layers: [{kind: matmul, m: 8, k: 8, n: 8}]",
          "s.yaml:6: workloads[1].name: workload name 'net' is used twice (first at workloads[0])"),
         ("low: 256, high: 4096", "low: 4096, high: 256",
          "s.yaml:8: knobs.glb.low: low (4096) is greater than high (256)"),
