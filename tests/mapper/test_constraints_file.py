@@ -69,6 +69,14 @@ def test_a_field_set_by_two_entries_is_refused(tmp_path: Path) -> None:
     assert len(load_architecture(hw).constraints) == 2
 
 
+def _tiny_and_file(tmp_path: Path, config_entry: str, user_text: str) -> tuple[Path, Path]:
+    """hwconfigs/tiny.yaml with one constraint entry added, and a --constraints file."""
+    hw, user = tmp_path / "hw.yaml", tmp_path / "c.yaml"
+    hw.write_text((REPO / "hwconfigs/tiny.yaml").read_text() + f"constraints:\n  - {config_entry}\n")
+    user.write_text(user_text)
+    return hw, user
+
+
 def test_a_conflict_names_the_files_it_comes_from(tmp_path: Path) -> None:
     """Keep from the config and bypass from a --constraints file, or both from the file: the message
     names where the rules were written (it named the level only)."""
@@ -76,10 +84,7 @@ def test_a_conflict_names_the_files_it_comes_from(tmp_path: Path) -> None:
     from costmodel.problem import matmul
     from dse.mapspace import Mapspace
 
-    hw = tmp_path / "hw.yaml"
-    hw.write_text((REPO / "hwconfigs/tiny.yaml").read_text() + "constraints:\n  - {level: rf, keep: [W]}\n")
-    user = tmp_path / "c.yaml"
-    user.write_text("- {level: rf, bypass: [W]}\n")
+    hw, user = _tiny_and_file(tmp_path, "{level: rf, keep: [W]}", "- {level: rf, bypass: [W]}\n")
     with pytest.raises(UserError, match=rf"^{hw} and {user}: constraints for level rf: tensor\(s\) \['W'\] are both"):
         Mapspace(matmul(8, 8, 8), load_architecture(hw), user)
     user.write_text("- {level: buffer, keep: [W], bypass: [W]}\n")
@@ -114,10 +119,7 @@ def test_fixed_factors_from_config_and_file_name_both(tmp_path: Path) -> None:
     from costmodel.problem import matmul
     from dse.mapspace import Mapspace
 
-    hw = tmp_path / "hw.yaml"
-    hw.write_text((REPO / "hwconfigs/tiny.yaml").read_text() + "constraints:\n  - {level: rf, temporal: {K: 4}}\n")
-    user = tmp_path / "c.yaml"
-    user.write_text("- {level: buffer, temporal: {K: 3}}\n")
+    hw, user = _tiny_and_file(tmp_path, "{level: rf, temporal: {K: 4}}", "- {level: buffer, temporal: {K: 3}}\n")
     # (the files in the order of the levels whose factors they fix: buffer, then rf)
     with pytest.raises(UserError, match=rf"^{user} and {hw}: contradictory constraints: dimension K .* multiply to 12"):
         Mapspace(matmul(8, 32, 8), load_architecture(hw), user)
