@@ -15,11 +15,11 @@ A hwconfig becomes compilable by a ``compilable:`` block (read raw as ``arch.com
       vector_ops: [mov, add, ...] # VEC ops the vector unit implements (default: all of VecOp)
       gemm_timing: overlapped     # default GEMM latency mode of the timing simulator: scalesim | overlapped
 
-Every key is optional except ``lanes``. The integers are bounded (``_RANGES``: e.g. ``dma_setup_cycles``
-up to 10**9, ``dram_bytes`` up to 2**32) so that no cycle count of the simulator overflows. Array rows/cols come from ``arch.systolic``; SPAD/ACC
-sizes from the named levels (``capacity_words * word_bits / 8 * instances``). Without ``spad_level`` the
-innermost SRAM holding both I and W is used; without ``acc_level`` the innermost level holding
-only O. Tests build a ``Target`` directly from keyword values.
+Every key is optional except ``lanes``. The integers are bounded (``_RANGES``: e.g.
+``dma_setup_cycles`` up to 10**9, ``dram_bytes`` up to 2**32) so that no cycle count of the simulator
+overflows. Array rows/cols come from ``arch.systolic``; SPAD/ACC sizes from the named levels
+(``capacity_words * word_bits / 8 * instances``). Without ``spad_level`` the innermost SRAM holding
+both I and W is used; without ``acc_level`` the innermost level holding only O. Tests build a ``Target`` directly from keyword values.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def auto_pads(auto: str, in_sizes: Iterable[int], kernel: Iterable[int], strides
     if auto == "NOTSET":
         return None
     pads = []
-    for n, k, s, d in zip(in_sizes, kernel, strides, dil, strict=True):
+    for n, k, s, d in zip(in_sizes, kernel, strides, dil):
         total = max(0, (math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n) if auto != "VALID" else 0
         small, big = total // 2, total - total // 2
         pads.append((small, big) if auto != "SAME_LOWER" else (big, small))
@@ -115,14 +115,15 @@ def _transposed_output_fits(ctx: Context, node: Any, in_sizes: tuple[int, ...], 
     rank = len(in_sizes)
     extra = list(a.get("output_padding", [0] * rank))
     full = [s * (n - 1) + p + (k - 1) * d + 1 for n, k, s, d, p in zip(in_sizes, kernel, strides, dil, extra)]
+    auto = _auto_pad(ctx, node)
     if "output_shape" in a:
         out = list(a["output_shape"])[-rank:]
         if any(o > f for o, f in zip(out, full)):
             raise UserError(f"{ctx.where(node)}: output_shape {out} exceeds the transposed convolution's full "
                             f"output {full}")
-    elif _auto_pad(ctx, node) in ("SAME_UPPER", "SAME_LOWER"):
+    elif auto in ("SAME_UPPER", "SAME_LOWER"):
         out = [n * s for n, s in zip(in_sizes, strides)]
-    elif _auto_pad(ctx, node) == "VALID":
+    elif auto == "VALID":
         out = full
     else:
         flat = list(a.get("pads", [0] * (2 * rank)))

@@ -54,7 +54,7 @@ def _save_npy(array: Any, path: Path) -> None:
 def _file_names(names: list[str]) -> dict[str, str]:
     """Each output's file name: its name with characters unsafe in a path replaced by ``_``; when two
     names become the same (``y:1`` and ``y_1``, or differ only in case, as on macOS), the later one
-    gets its position in the I/O table (``y_1-2.npy``): one file had silently replaced the other."""
+    gets its position among the outputs (``y_1-1.npy``): one file had silently replaced the other."""
     out: dict[str, str] = {}
     taken: set[str] = set()
     for i, name in enumerate(names):
