@@ -34,8 +34,6 @@ from dse.mapspace.orders import dim_roles, ranks_for
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
 
-KINDS = ("T", "X", "Y")
-
 
 @dataclass(frozen=True, eq=False)
 class DimTable:
