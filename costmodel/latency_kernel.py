@@ -92,9 +92,9 @@ def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
     for b0 in range(0, tem.shape[2], BLOCK):
         nb = min(BLOCK, tem.shape[2] - b0)
         _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out[b0:b0 + nb], big)
-        for j in range(nb):
-            if big[j]:
-                return b0 + j
+        at = _first(big, nb)
+        if at >= 0:
+            return b0 + at
     return -1
 
 

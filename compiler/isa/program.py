@@ -18,6 +18,7 @@ from typing import Any
 from compiler.isa.instructions import Finish, Instruction
 from compiler.isa.spec import ISA_VERSION
 from costmodel.errors import UserError
+from costmodel.yamlio import short_repr
 
 DTYPES = ("int8", "uint8", "int16", "int32", "float32")
 _DTYPE_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "float32": 4}
@@ -126,7 +127,7 @@ class IOTensor:
         try:
             object.__setattr__(self, "scale", float(self.scale))
         except (TypeError, ValueError, OverflowError):  # (an integer of 400 digits: no float)
-            raise UserError(f"{where}: scale {self.scale!r:.40} must be a finite positive number") from None
+            raise UserError(f"{where}: scale {short_repr(self.scale)} must be a finite positive number") from None
         if self.direction not in DIRECTIONS:
             raise UserError(f"{where}: direction {self.direction!r}, expected one of {DIRECTIONS}")
         if self.dtype not in DTYPES:
