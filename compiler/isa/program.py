@@ -184,6 +184,13 @@ class ConstSegment:
         except TypeError:
             raise UserError(f"constant segment {self.name!r}: offset and size must be integers") from None
 
+    def outside(self, n_bytes: int) -> str | None:
+        """Why this segment does not fit a constants section of ``n_bytes`` bytes, or None."""
+        if self.offset < 0 or self.size < 0 or self.offset + self.size > n_bytes:
+            return (f"constant segment {self.name!r} [{self.offset}, +{self.size}) lies outside "
+                    f"the {n_bytes}-byte constants section")
+        return None
+
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "offset": self.offset, "size": self.size}
 
@@ -238,9 +245,8 @@ class Program:
                 raise UserError(f"program: {why}")
             setattr(self, key, operator.index(value))
         for seg in self.const_segments:
-            if seg.offset < 0 or seg.size < 0 or seg.offset + seg.size > len(self.constants):
-                raise UserError(f"constant segment {seg.name!r} [{seg.offset}, +{seg.size}) lies outside "
-                                f"the {len(self.constants)}-byte constants section")
+            if why := seg.outside(len(self.constants)):
+                raise UserError(why)
         for i in self.debug:
             if not 0 <= i < len(self.instructions):
                 raise UserError(f"debug map: entry for instruction {i}, but there are {len(self.instructions)}")

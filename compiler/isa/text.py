@@ -174,12 +174,14 @@ def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) 
     ``lines`` gets each instruction's line number (for later messages about an instruction)."""
     program = Program(instructions=[])
     const = bytearray()
+    segment_lines: list[int] = []  # the line of each .segment, for a message about it
     for lineno, raw in enumerate(text.split("\n"), 1):
         raw = raw.removesuffix("\r")
         where = f"{source}:{lineno}"
         if raw.lstrip().startswith("."):
             _directive(raw.split("#", 1)[0].strip() if not raw.lstrip().startswith((".io", ".segment"))
                        else raw.strip(), program, const, where)
+            segment_lines += [lineno] * (len(program.const_segments) - len(segment_lines))
             continue
         code, debug = _split_comment(raw, where)
         if not code:
@@ -196,6 +198,9 @@ def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) 
             msg = str(exc)
             raise UserError(msg if msg.startswith(where) else f"{where}: {msg}") from None
     program.constants = bytes(const)
+    for seg, lineno in zip(program.const_segments, segment_lines, strict=True):
+        if why := seg.outside(len(const)):  # (named by its line: .const lines may follow it)
+            raise UserError(f"{source}:{lineno}: {why}")
     try:
         program.validate()
     except UserError as exc:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from compiler.isa import Buffer, Engine, Finish, Gemm, Reg, SetReg, Src1Mode, Vec, VecOp, encode
 from compiler.isa.binary import from_bytes, to_bytes
-from compiler.isa.program import Program
+from compiler.isa.program import ConstSegment, Program
 from compiler.isa.text import assemble, disassemble, format_instruction, parse_instruction
 from costmodel.errors import UserError
 from tests.isa.isa_strategies import instructions, programs
@@ -110,8 +110,13 @@ def test_what_the_assembler_accepts_the_reader_accepts():
         assemble(".memmap dram_size=-5 const_base=0\n")
     with pytest.raises(UserError, match="constants .* exceed dram_size 4"):
         assemble(".memmap dram_size=4 const_base=0\n.const 0011223344\n")
-    with pytest.raises(UserError, match="lies outside"):
-        assemble('.segment {"kind":"lut","name":"t","offset":0,"size":9}\n.const 00\n')
+    with pytest.raises(UserError, match=r"^prog.s:2: constant segment 't' \[0, \+9\) lies outside the 1-byte"):
+        assemble('finish\n.segment {"kind":"lut","name":"t","offset":0,"size":9}\n.const 00\n', "prog.s")
+    ok = assemble('finish\n.memmap dram_size=64 const_base=0\n.segment {"kind":"lut","name":"t","offset":0,"size":1}\n'
+                  '.const 00\n', "prog.s")
+    ok.const_segments[0] = ConstSegment(name="t", kind="lut", offset=1, size=1)  # (no line: a Program built in code)
+    with pytest.raises(UserError, match=r"^constant segment 't' \[1, \+1\) lies outside the 1-byte"):
+        ok.validate()
 
 
 def test_disassemble_without_constants():
