@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -154,14 +155,19 @@ def simulate(
                   f"{r['tiling']}")
             if "why" in r:
                 print(f"{'':36s} outside 10%: {r['why']}")
-        ratios = sorted(r["ratio"] for r in timing_rows)
-        inside = sum(0.9 <= x <= 1.1 for x in ratios)
-        print(f"simulated/analytical: median {ratios[len(ratios) // 2]:.3f}, range [{ratios[0]:.3f}, "
-              f"{ratios[-1]:.3f}], {inside} of {len(ratios)} layers within 10% (docs/validation.md section 3)")
+        print(timing_summary(timing_rows))
     print(f"simulated in {result.wall_seconds:.2f} s", file=sys.stderr)
     if failed:
         print(f"check failed: outputs differ from onnxruntime on {check}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def timing_summary(rows: list[dict]) -> str:
+    """The last line of the per-layer table: median and range of the simulated / analytical ratios."""
+    ratios = sorted(r["ratio"] for r in rows)
+    inside = sum(0.9 <= x <= 1.1 for x in ratios)
+    return (f"simulated/analytical: median {statistics.median(ratios):.3f}, range [{ratios[0]:.3f}, "
+            f"{ratios[-1]:.3f}], {inside} of {len(ratios)} layers within 10% (docs/validation.md section 3)")
 
 
 def _timing_rows(binary: Path, result, program, hw) -> list[dict]:
