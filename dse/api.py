@@ -46,7 +46,7 @@ def load_workload(model: str | Path, allow_unsupported: bool = False) -> Workloa
         return import_onnx(path, allow_unsupported=allow_unsupported)
     if zoo:
         return workloads.load(str(model))
-    raise UserError(f"{model}: no such ONNX file, and not a zoo model (see `dse zoo list`)")
+    raise UserError(f"{model}: no such ONNX file, and not a zoo model (zoo: {', '.join(workloads.names())})")
 
 
 def load_hw(hw: str | Path) -> Architecture:

@@ -100,7 +100,7 @@ BAD = [
     (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "magic", "--max-evaluations", "9", "--no-db"),
      "mapper: expected one of ['fast', 'exhaustive'], got 'magic'"),
     (("map", "keyword_spotting", "--hw", "tiny", "--db", "x.sqlite", "--no-db"), "contradict"),
-    (("map", "no_such_model", "--hw", "tiny"), "not a zoo model"),
+    (("map", "no_such_model", "--hw", "tiny"), "not a zoo model (zoo: hand_tracking, eye_segmentation, "),
     (("map", "keyword_spotting", "--hw", "tiny", "--mapper", "exhaustive", "--victory", "100", "--no-db"),
      "--victory: options of the fast mapper"),
     # a negative weight would search for the worst mapping; inf / nan make every score equal
