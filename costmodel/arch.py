@@ -37,7 +37,15 @@ from pydantic import (
 
 from costmodel.errors import UserError
 from costmodel.tech import Technology
-from costmodel.yamlio import LineMap, load_yaml, validation_error
+from costmodel.yamlio import (
+    FREQ_PATTERN,
+    MAX_HZ,
+    MAX_WORDS,
+    SIZE_PATTERN,
+    LineMap,
+    load_yaml,
+    validation_error,
+)
 
 Role = Literal["I", "W", "O"]
 Dim = Literal["N", "G", "K", "C", "P", "Q", "R", "S", "H", "W", "B", "M"]  # the Problem constructors' names
@@ -70,7 +78,7 @@ PosInt = Annotated[int, Field(gt=0, le=10**9), _plain_number("an integer", integ
 # below 10^12, and above it products overflowed to inf (an energy of Infinity, invalid JSON)
 PosFloat = Annotated[float, Field(gt=0, le=1e12), Number]
 NonNeg = Annotated[float, Field(ge=0, le=1e12), Number]
-Name = Annotated[str, AfterValidator(_named)]
+Name = Annotated[str, AfterValidator(_named), Field(json_schema_extra={"pattern": r"\S"})]
 REPO = Path(__file__).resolve().parent.parent
 HWCONFIGS = REPO / "hwconfigs"
 
@@ -89,6 +97,15 @@ class FanoutConfig(_Strict):
 class LevelConfig(_Strict):
     """One storage level. Listed outermost (DRAM) first; each instance feeds a fan-out mesh below it."""
 
+    # the rules between fields that the schema can say (arch_resolve checks them with line numbers)
+    model_config = ConfigDict(**_Strict.model_config, json_schema_extra={
+        "if": {"properties": {"kind": {"const": "dram"}}},
+        "then": {"properties": {"holds": {"minItems": 3}}},  # (distinct roles of three: all of them)
+        "else": {"required": ["capacity"], "properties": {"capacity": {"not": {"type": "null"}}}},
+        "not": {"required": ["double_buffered", "ideal_overlap"],
+                "properties": {"double_buffered": {"const": True}, "ideal_overlap": {"const": True}}},
+    })
+
     name: Name = Field(description="Unique level name, used by mappings and constraints.")
     kind: Literal["dram", "sram", "regfile"] = Field(
         description="dram (off-chip, must be the first level), sram (CACTI-fit costs) or regfile "
@@ -101,7 +118,8 @@ class LevelConfig(_Strict):
     )
     capacity: Any = Field(
         None,
-        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}, {"type": "null"}]},
+        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_WORDS},
+                                     {"type": "string", "pattern": SIZE_PATTERN}, {"type": "null"}]},
         description="Per-instance capacity: a bare number is words; '64 KiB', '2 MB' are bytes "
         "(KB = KiB = 1024 B). Required for sram/regfile; omit for an unbounded DRAM.",
     )
@@ -222,7 +240,8 @@ class Constraint(_Strict):
         "dims the layer lacks are ignored.",
     )
     order: list[Dim] | None = Field(
-        None, description="These dims are the level's innermost loops, in this order (outer to inner)."
+        None, json_schema_extra={"uniqueItems": True},
+        description="These dims are the level's innermost loops, in this order (outer to inner).",
     )
 
     @field_validator("order")
@@ -274,7 +293,8 @@ class HwConfig(_Strict):
     name: Name = Field(description="Config name.")
     description: str | None = Field(None, description="Free text (sources belong in comments too).")
     clock: Any = Field(
-        json_schema_extra={"anyOf": [{"type": "number"}, {"type": "string"}]},
+        json_schema_extra={"anyOf": [{"type": "number", "minimum": 1, "maximum": MAX_HZ},
+                                     {"type": "string", "pattern": FREQ_PATTERN}]},
         description="Clock: '1 GHz', '200 MHz', or Hz as a number.",
     )
     technology: TechnologyConfig = Field(description="Process node, supply, SRAM cells, DRAM type.")

@@ -403,6 +403,19 @@ _WORD_UNITS = {"": 1, "word": 1, "words": 1, "kwords": 1024, "mwords": 1024**2}
 _FREQ_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 
 
+def _quantity_pattern(units: Any, *, bare: bool) -> str:
+    """The JSON Schema pattern (ECMA-262: no inline flags, so each letter a class of both cases)
+    of a string ``_SIZE`` reads with one of ``units`` (or none, with ``bare``)."""
+    alternatives = "|".join("".join(f"[{c.lower()}{c.upper()}]" for c in u) for u in units if u)
+    return rf"^\s*[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?\s*(?:{alternatives}){'?' if bare else ''}\s*$"
+
+
+SIZE_PATTERN = _quantity_pattern([*_WORD_UNITS, *_BYTE_UNITS], bare=True)
+"""The strings :func:`parse_size` reads (for the config's JSON Schema)."""
+FREQ_PATTERN = _quantity_pattern(_FREQ_UNITS, bare=False)
+"""The strings :func:`parse_frequency` reads."""
+
+
 def parse_size(value: Any, word_bits: int) -> int:
     """A capacity in words: a bare number is words; ``'64 KiB'``/``'2 MB'`` are bytes (binary, JEDEC).
 

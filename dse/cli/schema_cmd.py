@@ -70,7 +70,8 @@ def _type(prop: dict[str, Any]) -> str:
     out = names.get(kind, kind)
     for key, op in (("exclusiveMinimum", ">"), ("minimum", ">="), ("maximum", "<=")):
         if key in prop:
-            out += f" {op} {prop[key]:g}"
+            value = prop[key]  # (an integer bound exactly: 2**53 is not 9.0072e+15)
+            out += f" {op} {value:,}" if isinstance(value, int) and abs(value) > 1e6 else f" {op} {value:g}"
     return out
 
 
