@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -388,6 +389,21 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+def _stop(procs: list[Any], grace_s: float = 10.0) -> None:
+    """Stop the workers as SIGTERM stops a sweep (their trials stay RUNNING, to be resumed); any that
+    has not stopped after ``grace_s`` is killed. Without it they ran out their whole share after the
+    sweep said it was interrupted, and multiprocessing's exit waited for them."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
 def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, workers: int,
                    bar: _Progress | None, ost: optuna.Study) -> None:
     """The new trials split over ``workers`` spawned processes on the same storage."""
@@ -399,11 +415,15 @@ def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, w
     for p in procs:
         p.start()
     running = list(procs)
-    while running:  # every child reaped as it ends (a zombie would pass for a live worker)
-        wait([p.sentinel for p in running], timeout=0.5)
-        running = [p for p in running if p.is_alive()]
-        if bar:
-            bar.update(ost, None)
+    try:
+        while running:  # every child reaped as it ends (a zombie would pass for a live worker)
+            wait([p.sentinel for p in running], timeout=0.5)
+            running = [p for p in running if p.is_alive()]
+            if bar:
+                bar.update(ost, None)
+    except BaseException:  # Interrupted: `kill PID` reaches this process only (Ctrl-C, the group)
+        _stop(running)
+        raise
     codes = [p.exitcode for p in procs]
     killed = [_signal_name(-c) for c in codes if c is not None and c < 0]
     if killed:  # (SIGKILL, the OOM killer): no bug of ours, and the trials it finished are kept

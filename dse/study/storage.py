@@ -21,9 +21,14 @@ STORAGE_NOTE = "storage.txt"
 
 
 def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
+    """The journal at ``path``, taken absolute: optuna's lock is a symlink to the journal named
+    as given, and a relative name (``runs/s/study.journal``) made it a link that resolves against
+    its own folder, to nothing; a lock left by a killed worker was then never found stale, and
+    every later command spun on it forever."""
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
+    path = path.absolute()
     if path.exists() and path.stat().st_size:
         lock = JournalFileSymlinkLock(str(path))
         lock.acquire()

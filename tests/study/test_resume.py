@@ -141,6 +141,42 @@ def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
     assert all(t.state.name == "COMPLETE" for t in trials)
 
 
+def test_sigterm_stops_two_workers(tmp_path: Path) -> None:
+    """`kill PID` (SIGTERM) reaches the parent of `dse sweep --workers 2` only: it stops its workers
+    (their trials stay RUNNING) and exits 130 at once, not after they have run out their shares;
+    a rerun then completes exactly N trials, each once."""
+    n = 40
+    path = small_study(tmp_path, sampler="random", trials=n, mapper={"max_evaluations": 1500})
+    out = tmp_path / "out"
+    code = ("import sys; from dse.network import solve; solve.default_workers = lambda: 2; "
+            "from tests.study.helpers import study_app; "
+            "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            if _ready(out) and sum(t.state.name == "COMPLETE" for t in _states(out)) >= 2:
+                os.kill(proc.pid, signal.SIGTERM)
+                break
+        err = proc.communicate(timeout=30)[1]  # (the workers get 10 s to stop, then are killed)
+        status = proc.returncode
+    finally:
+        proc.kill()
+        proc.wait()
+    assert status == 130, err
+    assert "interrupted (SIGTERM)" in err
+    pids = {int(t.user_attrs["worker"].rpartition(":")[2]) for t in _states(out) if "worker" in t.user_attrs}
+    assert pids and not any(_alive(p) for p in pids), "the workers outlived the sweep"
+    assert sum(t.state.name == "COMPLETE" for t in _states(out)) < n / 2  # (they ran all 40 before)
+    res = run_study(path)
+    trials = res.optuna_study.get_trials()
+    assert [t.number for t in trials] == list(range(n))
+    assert all(t.state.name == "COMPLETE" for t in trials)
+
+
 def _kept(before: list[optuna.trial.FrozenTrial], after: list[optuna.trial.FrozenTrial]) -> bool:
     """The same finished trials, not run again (same completion times)."""
     return _signature(before) == _signature(after) and all(

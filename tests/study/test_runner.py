@@ -435,3 +435,26 @@ def test_a_design_read_back_from_a_table_with_float_columns(tmp_path: Path) -> N
     res = evaluate_design(study, load_layers(study), {k: row[k] for k in ("rows", "cols", "glb")})
     assert res.invalid is None, res.invalid
     assert res.values["rows"] == 4 and type(res.values["rows"]) is int and res.values["pes"] == 8
+
+
+def test_journal_lock_resolves_from_a_relative_folder(tmp_path: Path, monkeypatch) -> None:
+    """optuna's journal lock is a symlink to the journal, and a lock older than its grace period is
+    taken as left by a killed worker only if the link resolves (os.stat). With the folder given
+    relative (`runs/NAME`, the default), the link pointed nowhere: a killed worker's lock hung every
+    later command."""
+    import os
+
+    from dse.study.storage import open_storage
+
+    monkeypatch.chdir(tmp_path)
+    links: list[bool] = []
+    real = os.symlink
+
+    def symlink(src, dst, *args, **kwargs):
+        real(src, dst, *args, **kwargs)
+        links.append(os.path.exists(dst))  # (exists follows the link)
+
+    monkeypatch.setattr(os, "symlink", symlink)
+    storage = open_storage(Path("runs") / "s", None)
+    optuna.create_study(storage=storage, study_name="s").optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
+    assert links and all(links)
