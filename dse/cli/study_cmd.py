@@ -126,11 +126,14 @@ def report(
         if out is not None:
             check_writable(out)
             refuse_overwriting(out, *inputs)
+    from dse.cli.messages import user_warnings_as_lines
+
     try:
-        if source.is_file():
-            path = write_map_report(source, output, hw=hw)
-        else:
-            path = write_report(source, output, storage=storage)
+        with user_warnings_as_lines():
+            if source.is_file():
+                path = write_map_report(source, output, hw=hw)
+            else:
+                path = write_report(source, output, storage=storage)
         typer.echo(f"wrote {path}", err=True)
         if page is not None:
             from dse.report.page import render_page

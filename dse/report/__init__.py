@@ -11,11 +11,13 @@ and budget, so this reproduces the trial's numbers).
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from costmodel.atomic import atomic_write_all
+from costmodel.yamlio import format_path
 
 SECTIONS = ("summary", "pareto", "ppa", "energy", "latency", "roofline", "utilization", "area", "importance")
 MAP_SECTIONS = ("summary", "energy", "latency", "roofline", "utilization", "area")
@@ -36,10 +38,14 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     from dse.report.html import Section, render
     from dse.study.design import evaluate_design, load_layers
     from dse.study.results import objective_columns, pareto_table, trials_table
-    from dse.study.runner import read_study
+    from dse.study.runner import changed_input, read_study
 
     study_dir, output = Path(study_dir), Path(output)
     study, ost = read_study(study_dir, storage)
+    if (at := changed_input(study, study_dir)) is not None:  # (its breakdowns re-evaluate a design)
+        warnings.warn(f"{study.source}: {format_path(at)}: the file changed since the trials were run: the "
+                      "breakdowns are of the design on the file as it is now, the tables of the trials",
+                      UserWarning, stacklevel=2)
     table = trials_table(study, ost)
     if not len(table) or not (table["state"] == "COMPLETE").any():
         raise UserError(f"{study_dir}: no completed trials to report (run `dse sweep` first)")

@@ -2,7 +2,8 @@
 (``latency_ms <= 1000 / fps``).
 
 Study files come from users, so nothing is ``eval``-ed: the text is parsed with :mod:`ast` and only
-numbers, names, ``+ - * / // % **``, unary minus and a few pure functions are accepted. An
+numbers, names (``W.metric`` for a workload's), ``+ - * / // % **``, unary minus and a few pure
+functions are accepted; a part without names that cannot be evaluated (``4 / 0``) is refused. An
 expression compiles once into a tree that is then evaluated against a dict of names.
 """
 
@@ -71,6 +72,8 @@ def _check(node: ast.AST, names: set[str]) -> None:
             raise ExprError(f"only numbers are allowed as constants, got {node.value!r}")
     elif isinstance(node, ast.Name):
         names.add(node.id)
+    elif (dotted := _dotted(node)) is not None:  # a workload's metric: kws.latency_ms
+        names.add(dotted)
     elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         _check(node.left, names)
         _check(node.right, names)
@@ -88,6 +91,43 @@ def _check(node: ast.AST, names: set[str]) -> None:
                         f"and {', '.join(sorted(FUNCTIONS))})")
 
 
+def _dotted(node: ast.AST) -> str | None:
+    """``NAME.attr`` as the one name ``"NAME.attr"`` (the per-workload metrics), else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def _constant(node: ast.expr) -> float | None:
+    """The value of a part of a (checked) tree that reads no name, else None; a ExprError if it
+    cannot be evaluated: ``4 / 0`` fails for every design, so it is the file's mistake, found when
+    the file is read (not after every trial has been mapped)."""
+    names: set[str] = set()
+    _check(node, names)
+    if names:
+        return None
+    try:
+        return _eval(node, {})
+    except (ArithmeticError, ValueError, TypeError) as exc:
+        raise ExprError(f"'{ast.unparse(node)}' cannot be evaluated: {exc}") from None
+
+
+def _check_constants(node: ast.expr) -> None:
+    """:func:`_constant` of every maximal part without names, and no division by a constant 0."""
+    if _constant(node) is not None:
+        return
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and _constant(node.right) == 0:
+            raise ExprError(f"'{ast.unparse(node)}' divides by zero")
+        _check_constants(node.left)
+        _check_constants(node.right)
+    elif isinstance(node, ast.UnaryOp):
+        _check_constants(node.operand)
+    elif isinstance(node, ast.Call):
+        for arg in node.args:
+            _check_constants(arg)
+
+
 def parse(text: str) -> Expr:
     """Parse an arithmetic expression; :class:`ExprError` says why it is not allowed."""
     try:
@@ -96,6 +136,7 @@ def parse(text: str) -> Expr:
         raise ExprError(f"cannot parse expression {text!r} ({exc.msg})") from None
     names: set[str] = set()
     _check(tree, names)
+    _check_constants(tree)
     return Expr(str(text), tree, frozenset(names))
 
 
@@ -111,6 +152,7 @@ def parse_comparison(text: str) -> tuple[Expr, str, Expr]:
     for node in (tree.left, tree.comparators[0]):
         names: set[str] = set()
         _check(node, names)
+        _check_constants(node)
         sides.append(Expr(ast.unparse(node), node, frozenset(names)))
     return sides[0], COMPARISONS[type(tree.ops[0])], sides[1]
 
@@ -120,6 +162,8 @@ def _eval(node: ast.expr, env: Mapping[str, float]) -> float:
         return node.value  # type: ignore[return-value]
     if isinstance(node, ast.Name):
         return env[node.id]
+    if (dotted := _dotted(node)) is not None:
+        return env[dotted]
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, env), _eval(node.right, env)
         if (isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) and right > 0

@@ -18,6 +18,7 @@ import numpy as np
 from costmodel.atomic import atomic_open
 from dse.study.metrics import metric_names
 from dse.study.pareto import pareto_mask
+from dse.study.schema import TRIAL_COLUMNS
 
 if TYPE_CHECKING:
     import optuna
@@ -47,7 +48,7 @@ def trials_table(study: Study, ost: optuna.Study) -> pd.DataFrame:
         row.update(metrics)
         row.update({f"violation:{k}": v for k, v in viol.items()})
         rows.append(row)
-    columns = ["trial", "state", "same_as", "feasible", "invalid", *knob_names,
+    columns = [*TRIAL_COLUMNS, *knob_names,
                *metric_names(study.workload_names), *(f"violation:{c.key}" for c in study.constraints)]
     table = pd.DataFrame(rows, columns=columns)
     table["same_as"] = table["same_as"].astype("Int64")

@@ -20,6 +20,8 @@ from a history fixed by the number (``sampler.history_lag``, :mod:`dse.study.his
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import sys
@@ -38,6 +40,7 @@ from optuna.trial import TrialState
 from costmodel.atomic import atomic_write_text
 from costmodel.errors import UserError
 from costmodel.problem import as_int
+from costmodel.yamlio import format_path
 from dse.network.solve import worker_count
 from dse.study.dask_run import dask_client, run_on_dask
 from dse.study.design import Layers, evaluate_design, load_layers
@@ -50,6 +53,8 @@ from dse.study.storage import JOURNAL, STORAGE_NOTE, open_storage, storage_file
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 STUDY_COPY = "study.yaml"
 ROOT_NOTE = "root.txt"
+INPUTS_NOTE = "inputs.json"
+"""Digests of the files the trials depend on besides the study file (see :func:`input_digests`)."""
 
 
 def input_files(out: Path, storage: str | None = None) -> list[Path]:
@@ -58,7 +63,7 @@ def input_files(out: Path, storage: str | None = None) -> list[Path]:
     and the workloads' ONNX models (the study's own resolved paths)."""
     from dse.study.results import TABLES
 
-    files = [out / name for name in (STUDY_COPY, ROOT_NOTE, STORAGE_NOTE, JOURNAL, *TABLES)]
+    files = [out / name for name in (STUDY_COPY, ROOT_NOTE, INPUTS_NOTE, STORAGE_NOTE, JOURNAL, *TABLES)]
     stored = storage_file(out, storage)
     if stored is not None and stored not in files:  # (a database server has no file here; the
         files.append(stored)  # folder's own journal is listed already)
@@ -280,8 +285,33 @@ def _first_difference(a: Any, b: Any, at: PathKey = ()) -> PathKey | None:
     return None if a == b else at
 
 
+def input_digests(study: Study) -> list[tuple[tuple, str]]:
+    """sha256 of what a study's trials read besides the study file, with the field that names it:
+    the hardware template (its data, so a comment may change) and each workload's ONNX file."""
+    def digest(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    out = [(("hardware",), digest(json.dumps(study.base_config, sort_keys=True, default=str).encode()))]
+    for i, w in enumerate(study.spec.workloads):
+        if w.model is not None and w.model.endswith(".onnx"):
+            out.append((("workloads", i, "model"), digest(Path(study.model_path(w)).read_bytes())))
+    return out
+
+
+def changed_input(study: Study, out: Path) -> tuple | None:
+    """The field whose file changed since the trials in folder ``out`` were run (as its
+    :data:`INPUTS_NOTE` says), or None (unchanged, or a folder from before the note existed)."""
+    note = out / INPUTS_NOTE
+    if not note.exists():
+        return None
+    held = json.loads(note.read_text())
+    return next((at for at, v in input_digests(study) if held.get(format_path(at), v) != v), None)
+
+
 def _check_same_study(study: Study, out: Path) -> None:
-    """A folder that holds another study's trials is refused, at the first field that differs."""
+    """A folder that holds another study's trials is refused, at the first field that differs, or the
+    first input file whose content did (an edited hardware template had mixed two designs' results
+    in one Pareto set)."""
     copy = out / STUDY_COPY
     if not copy.exists():
         return
@@ -290,6 +320,9 @@ def _check_same_study(study: Study, out: Path) -> None:
     if diff is not None:
         raise study.lines.error(diff, f"differs from the study whose trials {out} holds ({copy}); use "
                                 "another output folder, or delete that one to start over")
+    if (at := changed_input(study, out)) is not None:
+        raise study.lines.error(at, f"the file changed since the trials in {out} were run (its digest in "
+                                f"{out / INPUTS_NOTE} differs); restore it, or use another output folder")
 
 
 def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
@@ -297,6 +330,8 @@ def _prepare_output(study: Study, out: Path, storage: str | None) -> None:
     budget may have changed); a place that cannot be written is a UserError. The copy comes last: a
     reader (`dse results` during a sweep) that finds it finds the notes it needs beside it."""
     atomic_write_text(out / ROOT_NOTE, str(study.root.resolve()) + "\n")
+    atomic_write_text(out / INPUTS_NOTE, json.dumps({format_path(at): v for at, v in input_digests(study)},
+                                                    indent=1) + "\n")
     if storage:
         atomic_write_text(out / STORAGE_NOTE, storage + "\n")
     atomic_write_text(out / STUDY_COPY, study.lines.text)  # the text that was parsed, not a re-read

@@ -117,6 +117,12 @@ class StudySpec(_Strict):
                                "current directory).")
 
 
+TRIAL_COLUMNS = ("trial", "state", "same_as", "feasible", "invalid")
+"""The trials table's columns besides knobs, metrics and violations (dse.study.results)."""
+STRICT_EQUAL = 1e-9
+"""The violation of ``a < b`` (or ``a > b``) when a == b: positive, so the design is infeasible."""
+
+
 @dataclass(frozen=True)
 class ConstraintDef:
     """``lhs op rhs``; ``workload`` set for a per-workload constraint (names resolve to its metrics)."""
@@ -133,8 +139,11 @@ class ConstraintDef:
         return f"{self.workload}: {self.text}" if self.workload else self.text
 
     def violation(self, env: dict[str, float]) -> float:
-        """<= 0 when satisfied; otherwise the relative amount by which it is violated."""
+        """<= 0 when satisfied; otherwise the relative amount by which it is violated (for ``<`` and
+        ``>``, equal sides violate it by :data:`STRICT_EQUAL`)."""
         a, b = self.lhs.evaluate(env), self.rhs.evaluate(env)
+        if a == b and self.op in ("<", ">"):
+            return STRICT_EQUAL
         scale = max(abs(b), 1e-12)
         return (a - b) / scale if self.op in ("<=", "<") else (b - a) / scale
 
@@ -205,8 +214,13 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
             raise lines.error((*at, "expr"), str(exc)) from None
         return _checked(Knob(name, path, expr=expr, format=spec.format), base, {}, lines, at)
     if spec.choices is not None:
-        return _checked(Knob(name, path, choices=tuple(spec.choices), format=spec.format), base,
+        knob = _checked(Knob(name, path, choices=tuple(spec.choices), format=spec.format), base,
                         {path: spec.path}, lines, at)
+        for i, choice in enumerate(spec.choices):  # (optuna stores scalars; a list broke every table at the end)
+            if not isinstance(choice, (int, float, str, bool)):
+                raise lines.error((*at, "choices", i), f"expected a number, string or boolean, got {choice!r} "
+                                  "(several fields at once: presets)")
+        return knob
     if spec.low is None or spec.high is None:
         raise lines.error(at, "a range needs both low and high")
     if spec.low > spec.high:
@@ -216,6 +230,9 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
     if spec.log and spec.step is not None:
         raise lines.error((*at, "step"), "step cannot be combined with log")
     is_int = spec.type == "int" or (spec.type is None and isinstance(spec.low, int) and isinstance(spec.high, int))
+    for bound in ("low", "high"):  # (int() truncated 100.9 to 100, a value below the range)
+        if is_int and not float(getattr(spec, bound)).is_integer():
+            raise lines.error((*at, bound), f"expected a whole number for an integer range, got {getattr(spec, bound)}")
     if spec.step is not None:  # (optuna refused a fractional step of an int range per trial, or took int(step))
         if is_int and not float(spec.step).is_integer():
             raise lines.error((*at, "step"), f"expected a whole step for an integer range, got {spec.step}")
@@ -459,11 +476,11 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     knobs = [_knob(n, k, base, lines, ("knobs", n)) for n, k in spec.knobs.items()]
     _check_knob_paths(knobs, lines)
     knob_names = {k.name for k in knobs}
-    taken = set(metric_names([])) | {"fps"}
+    taken = set(metric_names([])) | {"fps"} | set(TRIAL_COLUMNS)
     for n in spec.knobs:
         if n in taken or "." in n or not n.isidentifier():
-            raise lines.error(("knobs", n), f"knob name {n!r} must be an identifier that is not a metric or "
-                              f"'fps' (taken: {', '.join(sorted(taken))})")
+            raise lines.error(("knobs", n), f"knob name {n!r} must be an identifier that is not a metric, "
+                              f"'fps' or a column of the trials table (taken: {', '.join(sorted(taken))})")
     for k in knobs:
         if k.expr is not None and (bad := sorted(k.expr.names - knob_names)):
             raise lines.error(("knobs", k.name, "expr"), f"unknown knob(s) {', '.join(bad)} "
@@ -484,12 +501,19 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
             raise lines.error(("objectives", i, "metric"), f"{o.metric!r} is not a metric (metrics: "
                               f"{', '.join(sorted(m for m in metrics if '.' not in m))}, and "
                               f"WORKLOAD.<{'|'.join(WORKLOAD_METRICS)}>)")
-    cons = [_constraint(c, metrics | knob_names, lines, ("constraints", i), None)
-            for i, c in enumerate(spec.constraints)]
+    cons: list[ConstraintDef] = []
+    seen: dict[str, tuple] = {}  # each names a column of the trials table: twice broke the table
+    places = [(("constraints", i), c, None) for i, c in enumerate(spec.constraints)]
+    places += [(("workloads", i, "constraints", j), c, w.name)
+               for i, w in enumerate(spec.workloads) for j, c in enumerate(w.constraints)]
+    for at, text, workload in places:
+        local = set(WORKLOAD_METRICS) | knob_names | {"fps"} if workload else metrics | knob_names
+        c = _constraint(text, local, lines, at, workload)
+        if c.key in seen:
+            raise lines.error(at, f"constraint {c.text!r} is given twice (first at {format_path(seen[c.key])})")
+        seen[c.key] = at
+        cons.append(c)
     for i, w in enumerate(spec.workloads):
-        local = set(WORKLOAD_METRICS) | knob_names | {"fps"}
-        cons += [_constraint(c, local, lines, ("workloads", i, "constraints", j), w.name)
-                 for j, c in enumerate(w.constraints)]
         if any("fps" in c.lhs.names | c.rhs.names for c in cons if c.workload == w.name) and not w.fps:
             raise lines.error(("workloads", i, "fps"), "a constraint uses fps but the workload has no fps")
     _check_numeric(knobs, cons, lines)

@@ -222,6 +222,35 @@ def test_edits_that_keep_the_trials_resume(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "study.yaml").read_text() == copy
 
 
+def test_an_edited_hardware_template_is_refused_on_resume(tmp_path: Path) -> None:
+    """Trials of one template and of an edited one had mixed in one Pareto set; a comment may change.
+    The report of a folder whose template changed since says that its breakdowns are of the file as
+    it is now."""
+    import shutil
+    import warnings
+
+    from costmodel.arch import HWCONFIGS
+    from costmodel.errors import UserError
+    from dse.report import write_report
+
+    hw = tmp_path / "hw.yaml"
+    shutil.copy(HWCONFIGS / "tiny.yaml", hw)
+    path = small_study(tmp_path, sampler="random", trials=2, hardware="hw.yaml")
+    first = run_study(path).optuna_study.get_trials()
+    hw.write_text("# a comment\n" + hw.read_text())
+    res = run_study(path)
+    assert res.ran == 0 and _kept(first, res.optuna_study.get_trials())
+    hw.write_text(hw.read_text().replace("node_nm: 45", "node_nm: 28"))
+    path.write_text(path.read_text().replace("trials: 2", "trials: 4"))
+    with pytest.raises(UserError, match=r"small\.yaml:2: hardware: the file changed since the trials in .* were run"):
+        run_study(path)
+    assert len(_states(tmp_path / "out")) == 2
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        write_report(tmp_path / "out", tmp_path / "r.html")
+    assert any("hardware: the file changed since the trials were run" in str(w.message) for w in seen)
+
+
 @pytest.mark.parametrize("damage", [b"garbage{\n", b"[1, 2]\n", b"\xff\xfe\n", b"{\"op_code\": 5\n"])
 @pytest.mark.parametrize("where", ["end", "middle"])
 def test_a_damaged_journal_line_is_refused_before_anything_is_written(tmp_path: Path, damage: bytes,

@@ -94,6 +94,22 @@ def test_good_study_loads(tmp_path: Path) -> None:
         ("name: t", "name: t\ntrials: true", "s.yaml:2: trials: expected an integer, got True"),
         ("name: t", "name: t\ntrials: '40'", "s.yaml:2: trials: expected an integer, got '40'"),
         ("    layers:", "    fps: .inf\n    layers:", "s.yaml:5: workloads[0].fps: expected a finite number, got inf"),
+        # a knob named like a column of the trials table made two columns of that name (tracebacks)
+        ("  rows: {path", "  feasible: {path", "s.yaml:7: knobs.feasible: knob name 'feasible' must be an identifier"),
+        ("  rows: {path", "  trial: {path", "s.yaml:7: knobs.trial: knob name 'trial' must be an identifier"),
+        ("  - {metric: energy_pj}", "  - {metric: energy_pj}\nconstraints: [area_mm2 <= 4, energy_pj < 9, area_mm2 <= 4]",
+         "s.yaml:12: constraints[2]: constraint 'area_mm2 <= 4' is given twice (first at constraints[0])"),
+        ("glb: {path: \"levels[1].capacity\", low: 256, high: 4096, log: true}",
+         "glb: {path: \"levels[1].holds\", choices: [[I, O], [I, W, O]]}",
+         ("s.yaml:8: knobs.glb.choices[0]: expected a number, string or boolean, got ['I', 'O'] (several fields "
+          "at once: presets)")),
+        ("low: 256, high: 4096", "low: 256.5, high: 4096, type: int",
+         "s.yaml:8: knobs.glb.low: expected a whole number for an integer range, got 256.5"),
+        ("  - {metric: energy_pj}", "  - {metric: energy_pj}\nconstraints: ['area_mm2 <= 4 / 0']",
+         "s.yaml:12: constraints[0]: '4 / 0' cannot be evaluated: division by zero"),
+        ("expr: rows * 2", "expr: rows * 2 / (1 - 1)", "s.yaml:9: knobs.pes.expr: 'rows * 2 / (1 - 1)' divides by zero"),
+        ("  - {metric: energy_pj}", "  - {metric: energy_pj}\nconstraints: ['other.latency_ms <= 4']",
+         "s.yaml:12: constraints[0]: unknown name(s) other.latency_ms"),
     ],
 )
 def test_bad_study_names_file_line_field(tmp_path: Path, old: str, new: str, expect: str) -> None:
@@ -256,11 +272,31 @@ def test_expressions_match_python(text: str, a: int, b: int, c: float) -> None:
     assert parse(text).names <= {"a", "b", "c"}
 
 
-@pytest.mark.parametrize("text", ["__import__('os')", "a.b", "a[0]", "lambda: 1", "'s' * 3", "a if b else c",
-                                  "open('x')", "min(a, key=b)", "True + 1"])
+@pytest.mark.parametrize("text", ["__import__('os')", "a.b.c", "(a + b).c", "a[0]", "lambda: 1", "'s' * 3",
+                                  "a if b else c", "open('x')", "min(a, key=b)", "True + 1"])
 def test_expressions_reject_non_arithmetic(text: str) -> None:
     with pytest.raises(ExprError):
         parse(text)
+
+
+def test_a_workloads_metric_is_one_name() -> None:
+    e = parse("eyeseg.latency_ms + gaze.latency_ms / 2")
+    assert e.names == {"eyeseg.latency_ms", "gaze.latency_ms"}
+    assert e.evaluate({"eyeseg.latency_ms": 3.0, "gaze.latency_ms": 5.0}) == 5.5
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("4 / 0", "'4 / 0' cannot be evaluated: division by zero"),
+    ("rows * cols / 0", "'rows * cols / 0' divides by zero"),
+    ("rows % (2 - 2)", "divides by zero"),
+    ("min(rows, sqrt(-1))", "'sqrt(-1)' cannot be evaluated: math domain error"),
+    ("max() + rows", "'max()' cannot be evaluated"),
+])
+def test_parts_without_names_are_evaluated_when_parsed(text: str, why: str) -> None:
+    """They fail for every design: the file's mistake, not each trial's."""
+    with pytest.raises(ExprError, match=re.escape(why)):
+        parse(text)
+    assert parse("rows / (2 - 1) + sqrt(4)").evaluate({"rows": 6}) == 8
 
 
 def test_comparison() -> None:
@@ -365,3 +401,18 @@ def test_sweep_flags_are_checked(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["sweep", str(small_study(tmp_path)), "--workers", "0"])
     assert r.exit_code == 2 and "--workers" in r.output
     assert not (tmp_path / "out").exists()
+
+
+def test_strict_comparisons_fail_at_equality_and_workload_metrics_constrain(tmp_path: Path) -> None:
+    """`rows < 4` with rows = 4 is violated (it had counted as met: a violation of 0); a global
+    constraint may read a workload's metric (net.latency_ms), as an objective may."""
+    from dse.study.schema import STRICT_EQUAL
+
+    text = GOOD + "constraints: ['rows < 4', 'rows > 2', 'net.latency_ms + area_mm2 <= 3', 'rows <= 4']\n"
+    s = load_study(_write(tmp_path, text))
+    lt, gt, mixed, le = s.constraints
+    assert lt.violation({"rows": 4}) == STRICT_EQUAL > 0 and lt.violation({"rows": 2}) == -0.5
+    assert gt.violation({"rows": 2}) == STRICT_EQUAL and gt.violation({"rows": 4}) == -1
+    assert le.violation({"rows": 4}) == 0
+    assert mixed.lhs.names == {"net.latency_ms", "area_mm2"}
+    assert mixed.violation({"net.latency_ms": 2.0, "area_mm2": 2.0}) == pytest.approx(1 / 3)
