@@ -64,14 +64,37 @@ if TYPE_CHECKING:
 
 def touched(problem: Problem, t: Tensor) -> int:
     """Elements of ``t`` the loop nest touches: per axis the distinct values of its affine sum."""
-    sizes = problem.sizes
     n = 1
     for axis in t.axes:
-        vals = {0}
-        for c, d in axis:
-            vals = {v + c * i for v in vals for i in range(sizes[d])}
-        n *= len(vals)
+        n *= distinct_sums([(c, problem.sizes[d]) for c, d in axis])
     return n
+
+
+def distinct_sums(terms: list[tuple[int, int]]) -> int:
+    """|{Σ c_k i_k : 0 <= i_k < n_k}| for ``terms`` (c_k, n_k).
+
+    Why not a set of the sums: a layer of one large dim (2**28 rows) made a set of that many
+    integers (gigabytes). The longest term stays an interval: per residue of its coefficient the
+    other terms' sums start runs of its indices, and the union of those runs is counted. (A negative
+    coefficient mirrors its term, which moves the set and keeps its size: |c| serves.)"""
+    terms = sorted((abs(c), n) for c, n in terms if c != 0 and n > 1)
+    if not terms:
+        return 1
+    c_long, n_long = max(terms, key=lambda term: term[1])
+    terms.remove((c_long, n_long))
+    offsets = {0}
+    for c, n in terms:
+        offsets = {o + c * i for o in offsets for i in range(n)}
+    runs: dict[int, list[int]] = {}
+    for o in offsets:
+        runs.setdefault(o % c_long, []).append(o // c_long)
+    count = 0
+    for starts in runs.values():
+        end = min(starts)  # the end (exclusive) of the union so far, in indices of the long term
+        for s in sorted(starts):
+            count += max(0, s + n_long - max(s, end))
+            end = max(end, s + n_long)
+    return count
 
 
 def _bw(values: list[float | None]) -> np.ndarray:

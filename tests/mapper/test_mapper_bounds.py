@@ -2,12 +2,14 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costmodel.arch import load_architecture
 from costmodel.evaluate import evaluate_batch
 from costmodel.problem import conv2d, conv_transpose2d, depthwise_conv2d, matmul
 from costmodel.random_mappings import random_mappings
-from dse.mappers.bounds import lower_bounds, touched
+from dse.mappers.bounds import distinct_sums, lower_bounds, touched
 from dse.mapspace import Mapspace
 
 CONFIGS = ["tiny", "eyeriss_like", "tpu_like", "simba_like", "nvdla_small_like", "ar_glasses_npu",
@@ -65,3 +67,20 @@ def test_stationary_order_minimizes_rigid_tensor_energy(problem):
         if checked > 60000:
             break
     assert checked > 1000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-5, 7), st.integers(1, 12)), max_size=4))
+def test_distinct_sums_equal_the_set_of_sums(terms):
+    """Against the set it replaces (which took gigabytes for one dim of 2**28)."""
+    sums = {0}
+    for c, n in terms:
+        sums = {s + c * i for s in sums for i in range(n)}
+    assert distinct_sums(terms) == len(sums)
+
+
+def test_touched_of_a_huge_dim_is_counted_not_listed():
+    p = matmul(2**28, 16, 16)
+    assert [touched(p, t) for t in p.tensors] == [2**28 * 16, 16 * 16, 2**28 * 16]
+    p = conv2d(3, 5, 2**20, 7, kernel=3, stride=2, padding=1)  # the input's rows: 2 p + r over p < 2**19
+    assert touched(p, p.tensors[0]) == 3 * (2 * (2**19 - 1) + 3) * (2 * 3 + 3)
