@@ -444,7 +444,7 @@ def resolve_path(path_or_name: str | Path) -> Path:
         raise TypeError(f"a hardware config: expected a path or a shipped config's name, got "
                         f"{type(path_or_name).__name__} {path_or_name!r:.60}")
     p = Path(path_or_name)
-    if p.exists() or p.suffix in (".yaml", ".yml") or len(p.parts) > 1:
+    if p.is_file() or p.suffix in (".yaml", ".yml") or len(p.parts) > 1:  # (a folder named `tiny` is no config)
         return p
     return HWCONFIGS / f"{p}.yaml"
 

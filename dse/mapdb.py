@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -178,9 +179,13 @@ class MappingDB:
             return None
         try:
             stored = Stored(json.loads(row[0]), json.loads(row[1]), int(row[2]), float(row[3]))
-        except (TypeError, ValueError):
+            if not (isinstance(stored.mapping, dict) and isinstance(stored.metrics, dict)):
+                raise TypeError("expected a mapping and metrics as JSON objects")
+        except (TypeError, ValueError) as exc:
+            warnings.warn(f"{self.path}: a stored answer does not decode ({str(exc)[:80]}); searching it again",
+                          UserWarning, stacklevel=2)
             return None
-        return stored if isinstance(stored.mapping, dict) and isinstance(stored.metrics, dict) else None
+        return stored
 
     def put(self, key: SearchKey, problem: Problem, stored: Stored) -> None:
         self._run(

@@ -117,8 +117,14 @@ def register(app: typer.Typer) -> None:
         to_stdout = json_out is not None and str(json_out) == "-"
         if json_out is not None and not to_stdout:
             from costmodel.arch import resolve_path
+            from dse import workloads
+            from dse.mapdb import default_path
+            from dse.workloads.cache import cached_path
 
-            _check_json_out(json_out, model, resolve_path(hw), db)  # (a shipped name: its file)
+            # a shipped name: its file; a zoo name: its cached export; no --db: the default database
+            zoo = model in workloads.names() and not Path(model).exists()
+            _check_json_out(json_out, cached_path(model) if zoo else model, resolve_path(hw),
+                            None if no_db else db or default_path())
         opts = _fast_options(mapper, max_evaluations, victory)
         with user_warnings_as_lines() as shown:
             if allow_unsupported:
@@ -160,7 +166,8 @@ def register(app: typer.Typer) -> None:
         opts: dict[str, Any] = _fast_options(mapper, max_evaluations, victory)
         if constraints is not None:
             opts["constraints"] = str(constraints)
-        r = _best(problem, arch, objective=objective, mapper=mapper, seed=seed, db=_db_arg(db, no_db), **opts)
+        with user_warnings_as_lines():  # (a database row searched again)
+            r = _best(problem, arch, objective=objective, mapper=mapper, seed=seed, db=_db_arg(db, no_db), **opts)
         if as_json:
             doc = {"hw": arch.name, "layer": problem.describe(), "mapper": mapper, "seed": seed, **r.metrics,
                    "mapping": r.mapping.to_dict(arch), "mappings_evaluated": r.mappings_evaluated,

@@ -138,6 +138,9 @@ def load_constraints_file(path: str | Path) -> list[dict[str, Any]]:
 
     data, lines = load_yaml(path)
     if isinstance(data, dict):
+        if extra := [k for k in data if k != "constraints"]:  # (a misspelt key had dropped its entries unseen)
+            raise lines.error((extra[0],), f"unknown field {extra[0]!r}; expected 'constraints: [...]' (or a list "
+                              "of per-level constraint entries)")
         data = data.get("constraints")
     if not isinstance(data, list):
         raise UserError(f"{lines.file}: expected a list of per-level constraint entries (or 'constraints: [...]')")

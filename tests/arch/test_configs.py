@@ -54,6 +54,12 @@ def test_bare_name_and_path_agree():
     assert a.fingerprint() == b.fingerprint()
 
 
+def test_a_folder_named_like_a_shipped_config_does_not_hide_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny").mkdir()  # (it was read as the config: "tiny: cannot read file (Is a directory)")
+    assert load_architecture("tiny").fingerprint() == load_architecture(HWCONFIGS / "tiny.yaml").fingerprint()
+
+
 def test_tiny_hand_worked():
     arch = load_architecture("tiny")
     buf = arch.level("buffer")

@@ -16,6 +16,9 @@ BAD = {
     "latin1.yaml": (b"- level: rf\n  order: [C]  # r\xe9glage\n", ":2: expected UTF-8 text, got byte 0xe9"),
     "syntax.yaml": (b"- level: rf\n  order: [C\n - x: : y\n", ":3: YAML syntax error"),
     "scalar.yaml": (b"just words\n", ": expected a list of per-level constraint entries"),
+    # a misspelt key: its entries had been dropped without a word
+    "misspelt.yaml": (b"constraints:\n  - {level: buffer, bypass: [W]}\nconstriants:\n  - {level: rf, keep: [I]}\n",
+                      ":3: constriants: unknown field 'constriants'; expected 'constraints: [...]'"),
 }
 
 

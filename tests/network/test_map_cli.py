@@ -262,3 +262,16 @@ def test_allow_unsupported_maps_around_an_unknown_op(tmp_path) -> None:
                 cache=tmp_path)
     assert r.returncode == 0 and "NonZero_0') imported as a zero-cost host layer" in r.stderr, r.stderr
     assert [x["op_type"] for x in json.loads(r.stdout)["layers"]] == ["NonZero"]
+
+
+def test_json_out_may_not_be_the_default_database_or_the_zoo_cache(tmp_path, monkeypatch) -> None:
+    """Every later command failed on the JSON left in their place. (In this process, on a cache of its
+    own: the check comes before the model is exported or searched.)"""
+    from dse.workloads.cache import cached_path
+    from tests.study.helpers import dse
+
+    monkeypatch.setenv("ACCEL_DSE_CACHE", str(tmp_path))
+    for out in (tmp_path / "mappings.sqlite", cached_path("keyword_spotting")):
+        code, err = dse("map", "keyword_spotting", "--hw", "tiny", "--json", out)
+        assert code == 2 and f"{out}: is also an input of this command" in err, err
+        assert not out.exists()

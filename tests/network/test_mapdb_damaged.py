@@ -63,7 +63,8 @@ def test_row_that_does_not_decode_is_a_miss_and_is_overwritten(tmp_path: Path, c
     path = _valid(tmp_path / "m.sqlite")
     _sql(path, f"UPDATE mappings SET {column} = {value}")
     with MappingDB(path) as db:
-        assert db.get(KEY) is None
+        with pytest.warns(UserWarning, match=rf"^{path}: a stored answer does not decode \(.+\); searching it again"):
+            assert db.get(KEY) is None
         db.put(KEY, PROBLEM, ROW)
         assert db.get(KEY) == ROW and len(db) == 1
 
@@ -104,3 +105,15 @@ def test_a_stored_mapping_that_no_longer_fits_is_searched_again(tmp_path: Path, 
     with pytest.warns(UserWarning, match="searching it again"):
         one = best_mapping(workload().layers()[0].problem, tiny, db=path, **FAST)
     assert one.mapping == fresh.layers[0].mapping and not one.from_db
+
+
+def test_best_mapping_prints_the_warning_as_a_line(tmp_path: Path) -> None:
+    """As `dse map` does (it printed Python's two-line `file:line: UserWarning` form)."""
+    path = tmp_path / "m.sqlite"
+    cmd = [sys.executable, "-c", "from dse.cli import main; main()", "best-mapping", "--hw", "tiny", "--layer",
+           "examples/layers/small_matmul.yaml", "--db", str(path), "--max-evaluations", "200"]
+    assert subprocess.run(cmd, capture_output=True, cwd=REPO, timeout=120, check=False).returncode == 0
+    _sql(path, """UPDATE mappings SET mapping = '{"levels": []}'""")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    assert proc.returncode == 0 and "UserWarning" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(f"warning: {path}: the mapping stored for layer "), proc.stderr
