@@ -25,6 +25,10 @@ from dse.study.knobs import Knob, PathKey, apply_knobs, derived_order, resolve_p
 from dse.study.metrics import WORKLOAD_METRICS, metric_names
 
 Number = int | float
+TRIAL_COLUMNS = ("trial", "state", "same_as", "feasible", "invalid")
+"""The trials table's columns besides knobs, metrics and violations (dse.study.results)."""
+TAKEN_NAMES = (*metric_names([]), "fps", *TRIAL_COLUMNS)
+"""Names a knob may not take (an expression or a table column would read two things)."""
 
 
 class _Strict(BaseModel):
@@ -41,7 +45,7 @@ class WorkloadSpec(_Strict):
         None, min_length=1, description="Instead of a model: layers in the layer-file format (kind: conv2d, ...).")
     fps: float | None = Field(None, gt=0, description="Frame-rate target (frames/s); sets power and load.")
     weight: float = Field(1.0, ge=0, description="Weight in the study-wide sums (energy, latency, power).")
-    constraints: list[str] = Field(default_factory=list,
+    constraints: list[str] = Field(default_factory=list, json_schema_extra={"uniqueItems": True},
                                    description="Per-workload constraints on its own metrics, e.g. "
                                    "'latency_ms <= 1000 / fps'.")
 
@@ -51,7 +55,9 @@ class KnobSpec(_Strict):
 
     path: str | None = Field(None, description="Field path into the hardware config, e.g. "
                              "levels.buffer.capacity (not with presets).")
-    choices: list[Any] | None = Field(None, min_length=1, description="Categorical values.")
+    choices: list[Any] | None = Field(  # (any items here: the hardware field's own check says what it wants)
+        None, min_length=1, json_schema_extra={"items": {"type": ["boolean", "integer", "number", "string"]}},
+        description="Categorical values (numbers, strings or booleans).")
     presets: dict[str, dict[str, Any]] | None = Field(
         None, min_length=1, description="Named choices that each set several fields: {LABEL: {PATH: VALUE}}, "
         "e.g. a dataflow that changes the systolic mode, a PE register and a constraint together.")
@@ -107,9 +113,11 @@ class StudySpec(_Strict):
     name: str
     hardware: str = Field(description="Base hwconfig: a shipped name (tiny, ar_glasses_npu) or a YAML path.")
     workloads: list[WorkloadSpec] = Field(min_length=1)
-    knobs: dict[str, KnobSpec] = Field(default_factory=dict)
+    knobs: dict[str, KnobSpec] = Field(default_factory=dict, json_schema_extra={"propertyNames": {
+        "pattern": r"^[^.\s0-9][^.\s]*$", "not": {"enum": list(TAKEN_NAMES)}}})
     objectives: list[ObjectiveSpec] = Field(min_length=1)
-    constraints: list[str] = Field(default_factory=list, description="e.g. 'area_mm2 <= 4'.")
+    constraints: list[str] = Field(default_factory=list, json_schema_extra={"uniqueItems": True},
+                                   description="e.g. 'area_mm2 <= 4'.")
     sampler: SamplerSpec = Field(default_factory=SamplerSpec)
     trials: int = Field(20, gt=0)
     mapper: MapperSpec = Field(default_factory=MapperSpec)
@@ -117,8 +125,6 @@ class StudySpec(_Strict):
                                "current directory).")
 
 
-TRIAL_COLUMNS = ("trial", "state", "same_as", "feasible", "invalid")
-"""The trials table's columns besides knobs, metrics and violations (dse.study.results)."""
 STRICT_EQUAL = 1e-9
 """The violation of ``a < b`` (or ``a > b``) when a == b: positive, so the design is infeasible."""
 
@@ -476,7 +482,7 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     knobs = [_knob(n, k, base, lines, ("knobs", n)) for n, k in spec.knobs.items()]
     _check_knob_paths(knobs, lines)
     knob_names = {k.name for k in knobs}
-    taken = set(metric_names([])) | {"fps"} | set(TRIAL_COLUMNS)
+    taken = set(TAKEN_NAMES)
     for n in spec.knobs:
         if n in taken or "." in n or not n.isidentifier():
             raise lines.error(("knobs", n), f"knob name {n!r} must be an identifier that is not a metric, "
