@@ -79,6 +79,8 @@ PosInt = Annotated[int, Field(gt=0, le=10**9), _plain_number("an integer", integ
 PosFloat = Annotated[float, Field(gt=0, le=1e12), Number]
 NonNeg = Annotated[float, Field(ge=0, le=1e12), Number]
 Name = Annotated[str, AfterValidator(_named), Field(json_schema_extra={"pattern": r"\S"})]
+RESERVED_LEVEL_NAMES = ("mac", "network", "leakage", "vector_unit", "fixed_overhead", "total")
+"""Keys of the area and energy breakdowns, so no level may take these names."""
 REPO = Path(__file__).resolve().parent.parent
 HWCONFIGS = REPO / "hwconfigs"
 
@@ -106,7 +108,8 @@ class LevelConfig(_Strict):
                 "properties": {"double_buffered": {"const": True}, "ideal_overlap": {"const": True}}},
     })
 
-    name: Name = Field(description="Unique level name, used by mappings and constraints.")
+    name: Name = Field(json_schema_extra={"not": {"enum": list(RESERVED_LEVEL_NAMES)}},
+                       description="Unique level name, used by mappings and constraints.")
     kind: Literal["dram", "sram", "regfile"] = Field(
         description="dram (off-chip, must be the first level), sram (CACTI-fit costs) or regfile "
         "(flip-flop costs, for small per-PE buffers)."
@@ -287,8 +290,18 @@ class MapspaceConfig(_Strict):
     )
 
 
+def _dram_first(schema: dict[str, Any]) -> None:
+    """The schema says what arch_resolve checks of the level kinds: DRAM first, and only there."""
+    levels = schema["properties"]["levels"]
+    level = levels.pop("items")  # (the reference to LevelConfig, in whatever form pydantic has it here)
+    levels["prefixItems"] = [{"allOf": [level, {"properties": {"kind": {"const": "dram"}}}]}]
+    levels["items"] = {"allOf": [dict(level), {"properties": {"kind": {"not": {"const": "dram"}}}}]}
+
+
 class HwConfig(_Strict):
     """A hardware config file (hwconfigs/*.yaml)."""
+
+    model_config = ConfigDict(**_Strict.model_config, json_schema_extra=_dram_first)
 
     name: Name = Field(description="Config name.")
     description: str | None = Field(None, description="Free text (sources belong in comments too).")

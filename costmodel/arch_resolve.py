@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from costmodel.arch import (
+    RESERVED_LEVEL_NAMES,
     Architecture,
     Constraint,
     HwConfig,
@@ -32,8 +33,6 @@ from costmodel.tech import (
 from costmodel.yamlio import LineMap, parse_frequency, parse_size
 
 ROLES = ("I", "W", "O")
-RESERVED = ("mac", "network", "leakage", "vector_unit", "fixed_overhead", "total")
-"""Keys of the area and energy breakdowns, so no level may take these names."""
 
 
 def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
@@ -42,10 +41,11 @@ def _check_levels(cfg: HwConfig, lines: LineMap) -> list[int | None]:
     caps: list[int | None] = []
     for i, lv in enumerate(cfg.levels):
         at = ("levels", i)
-        if lv.name in RESERVED:
+        if lv.name in RESERVED_LEVEL_NAMES:
             raise lines.error(
                 (*at, "name"),
-                f"expected a level name other than {', '.join(RESERVED)} (breakdown keys), got '{lv.name}'",
+                f"expected a level name other than {', '.join(RESERVED_LEVEL_NAMES)} (breakdown keys), got "
+                f"'{lv.name}'",
             )
         if lv.name in seen:
             raise lines.error(

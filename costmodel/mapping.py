@@ -48,6 +48,18 @@ class LevelMapping:
     spatial_y: dict[str, int] = field(default_factory=dict)
     bypass: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        """``order`` completed with the temporal dims it leaves out, in ``temporal``'s order. Why: those
+        loops ran in the dict's key order, which a serializer that sorts keys (PyYAML's default,
+        ``json.dumps(sort_keys=True)``) changed, and with it the numbers, while the two mappings
+        still compared equal."""
+        for name in ("temporal", "spatial_x", "spatial_y"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"LevelMapping.{name}: expected a dict of dimension: factor, got "
+                                f"{getattr(self, name)!r:.60}")
+        order = tuple(self.order)
+        object.__setattr__(self, "order", order + tuple(d for d in self.temporal if d not in order))
+
     def full_order(self, dim_names: Sequence[str]) -> tuple[str, ...]:
         """Every dimension, outer to inner: ``order``, then other dims with factors, then the rest."""
         seen = list(dict.fromkeys(self.order))
@@ -316,8 +328,12 @@ def _entries(raw: list[Any], arch: Architecture | None, at: Callable[..., str]) 
     places a message (the file's field path)."""
     entries = list(enumerate(raw))
     names = [e.get("level") if isinstance(e, dict) else None for _, e in entries]
-    if arch is None or all(n is None for n in names):
+    if all(n is None for n in names):
         return entries
+    if arch is None:  # (read by position, they had landed on the wrong levels unseen)
+        i = next(i for i, n in enumerate(names) if n is not None)
+        raise UserError(f"{at('levels', i, 'level')}: entries that name their level need the config to be "
+                        "placed: Mapping.from_dict(data, arch)")
     level_names = [lv.name for lv in arch.levels]
     slots: list[tuple[int, Any]] = [(-1, {}) for _ in level_names]
     for i, e in entries:

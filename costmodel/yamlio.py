@@ -385,7 +385,9 @@ def validation_error(exc: Any, lines: LineMap, model: Any = None, data: Any = No
     return lines.error(loc, msg)
 
 
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_SIZE = re.compile(r"^[ \t]*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)[ \t]*([A-Za-z]*)[ \t]*$")
+# (spaces and tabs only: what \s matches differs between Python and the JavaScript of editors that
+# check a config with its JSON Schema, whose pattern below is built from the same pieces)
 _BYTE_UNITS = {
     "b": 1,
     "byte": 1,
@@ -407,7 +409,7 @@ def _quantity_pattern(units: Any, *, bare: bool) -> str:
     """The JSON Schema pattern (ECMA-262: no inline flags, so each letter a class of both cases)
     of a string ``_SIZE`` reads with one of ``units`` (or none, with ``bare``)."""
     alternatives = "|".join("".join(f"[{c.lower()}{c.upper()}]" for c in u) for u in units if u)
-    return rf"^\s*[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?\s*(?:{alternatives}){'?' if bare else ''}\s*$"
+    return rf"^[ \t]*[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?[ \t]*(?:{alternatives}){'?' if bare else ''}[ \t]*$"
 
 
 SIZE_PATTERN = _quantity_pattern([*_WORD_UNITS, *_BYTE_UNITS], bare=True)

@@ -39,14 +39,22 @@ def load_workload(model: str | Path, allow_unsupported: bool = False) -> Workloa
     from dse import workloads
 
     path = _path(model, "model")
-    zoo = str(model) in workloads.names()
-    if path.suffix == ".onnx" or path.is_file() or (path.exists() and not zoo):  # (a folder named like a zoo
-        from compiler.frontend import import_onnx  # model had hidden it)
+    if is_zoo_name(model):
+        return workloads.load(str(model))
+    if path.suffix == ".onnx" or path.exists():
+        from compiler.frontend import import_onnx
 
         return import_onnx(path, allow_unsupported=allow_unsupported)
-    if zoo:
-        return workloads.load(str(model))
     raise UserError(f"{model}: no such ONNX file, and not a zoo model (zoo: {', '.join(workloads.names())})")
+
+
+def is_zoo_name(model: str | Path) -> bool:
+    """Whether :func:`load_workload` takes ``model`` from the zoo: a zoo name that is not an ONNX file
+    here (a folder named like a zoo model had hidden it)."""
+    from dse import workloads
+
+    path = Path(model)
+    return str(model) in workloads.names() and not (path.suffix == ".onnx" or path.is_file())
 
 
 def load_hw(hw: str | Path) -> Architecture:

@@ -117,13 +117,12 @@ def register(app: typer.Typer) -> None:
         to_stdout = json_out is not None and str(json_out) == "-"
         if json_out is not None and not to_stdout:
             from costmodel.arch import resolve_path
-            from dse import workloads
+            from dse.api import is_zoo_name
             from dse.mapdb import default_path
             from dse.workloads.cache import cached_path
 
             # a shipped name: its file; a zoo name: its cached export; no --db: the default database
-            zoo = model in workloads.names() and not Path(model).exists()
-            _check_json_out(json_out, cached_path(model) if zoo else model, resolve_path(hw),
+            _check_json_out(json_out, cached_path(model) if is_zoo_name(model) else model, resolve_path(hw),
                             None if no_db else db or default_path())
         opts = _fast_options(mapper, max_evaluations, victory)
         with user_warnings_as_lines() as shown:

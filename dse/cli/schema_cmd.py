@@ -55,6 +55,8 @@ def _type(prop: dict[str, Any]) -> str:
     """A JSON Schema property as a short human type: ``int > 0``, ``list of I|W|O``, ``LevelConfig``."""
     if "$ref" in prop:
         return prop["$ref"].rsplit("/", 1)[-1]
+    if "allOf" in prop:  # (a type and rules on it: the type)
+        return _type(prop["allOf"][0])
     if "enum" in prop:
         return " | ".join(map(str, prop["enum"]))
     if "anyOf" in prop:

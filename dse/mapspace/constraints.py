@@ -132,15 +132,19 @@ def load_constraints_file(path: str | Path) -> list[dict[str, Any]]:
     """A user's constraints YAML: a list of entries, or a mapping with a ``constraints`` list.
 
     Read like every hand-edited file (:func:`~costmodel.yamlio.load_yaml`): unreadable, non-UTF-8 or
-    malformed text is one line naming the file and line.
+    malformed text is one line naming the file and line. A hwconfig is read for its constraints
+    (docs/mapper.md); a key neither takes is an error.
     """
-    from costmodel.yamlio import load_yaml
+    from costmodel.arch import HwConfig
+    from costmodel.yamlio import did_you_mean, load_yaml
 
     data, lines = load_yaml(path)
-    if isinstance(data, dict):
-        if extra := [k for k in data if k != "constraints"]:  # (a misspelt key had dropped its entries unseen)
-            raise lines.error((extra[0],), f"unknown field {extra[0]!r}; expected 'constraints: [...]' (or a list "
-                              "of per-level constraint entries)")
+    if isinstance(data, dict):  # 'constraints: [...]', alone or in a whole hwconfig
+        allowed = list(HwConfig.model_fields)
+        if extra := [k for k in data if k not in allowed]:  # (a misspelt key had dropped its entries unseen)
+            hint = did_you_mean(extra[0], allowed) or ("; expected 'constraints: [...]' (or a hwconfig, or a list "
+                                                         "of per-level entries)")
+            raise lines.error((extra[0],), f"unknown field {extra[0]!r}{hint}")
         data = data.get("constraints")
     if not isinstance(data, list):
         raise UserError(f"{lines.file}: expected a list of per-level constraint entries (or 'constraints: [...]')")

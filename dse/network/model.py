@@ -75,7 +75,7 @@ def _evaluated(layer_name: str, search: Search, arch: Architecture, stored: Stor
     from costmodel.mapping import Mapping
 
     problem = search.problem
-    m = Mapping.from_dict(stored.mapping, where=f"mapping database entry for {layer_name}")
+    m = Mapping.from_dict(stored.mapping, arch, where=f"mapping database entry for {layer_name}")
     m.validate(problem, arch, where=f"mapping database entry for {layer_name}")
     timing = {k: v for k, v in search.options.items() if k in ("overlap", "systolic_mode")}
     return m, evaluate(problem, arch, m, **timing).to_dict()
@@ -91,7 +91,7 @@ def _stored_answer(store: MappingDB, search: Search, arch: Architecture) -> Stor
     if stored is None:
         return None
     try:
-        Mapping.from_dict(stored.mapping, where="entry").validate(search.problem, arch, where="entry")
+        Mapping.from_dict(stored.mapping, arch, where="entry").validate(search.problem, arch, where="entry")
     except UserError as exc:
         warnings.warn(f"{store.path}: the mapping stored for layer {search.layers[0]} is not valid ({exc}); "
                       "searching it again", UserWarning, stacklevel=2)

@@ -107,9 +107,12 @@ def _constant(node: ast.expr) -> float | None:
     if names:
         return None
     try:
-        return _eval(node, {})
+        value = _eval(node, {})
     except (ArithmeticError, ValueError, TypeError) as exc:
         raise ExprError(f"'{ast.unparse(node)}' cannot be evaluated: {exc}") from None
+    if isinstance(value, complex) or not math.isfinite(value):
+        raise ExprError(f"'{ast.unparse(node)}' is {value}: not a finite real number")
+    return value
 
 
 def _check_constants(node: ast.expr) -> None:

@@ -304,8 +304,26 @@ def changed_input(study: Study, out: Path) -> tuple | None:
     note = out / INPUTS_NOTE
     if not note.exists():
         return None
-    held = json.loads(note.read_text())
+    try:
+        held = json.loads(note.read_text())
+        if not isinstance(held, dict):
+            raise TypeError("expected a JSON object")
+    except (OSError, ValueError, TypeError) as exc:  # (UnicodeDecodeError, JSONDecodeError)
+        raise UserError(f"{note}: cannot read the digests of the study's inputs ({str(exc)[:80]}); restore the "
+                        "file, or delete it to take the inputs as they are now") from None
     return next((at for at, v in input_digests(study) if held.get(format_path(at), v) != v), None)
+
+
+def _first_strict(study: Study) -> tuple | None:
+    """Where the study's first ``<`` or ``>`` constraint is, or None."""
+    spec = study.spec
+    for c in study.constraints:
+        if c.op in ("<", ">"):
+            if c.workload is None:
+                return ("constraints", spec.constraints.index(c.text))
+            i = next(i for i, w in enumerate(spec.workloads) if w.name == c.workload)
+            return ("workloads", i, "constraints", spec.workloads[i].constraints.index(c.text))
+    return None
 
 
 def _check_same_study(study: Study, out: Path) -> None:
@@ -320,6 +338,10 @@ def _check_same_study(study: Study, out: Path) -> None:
     if diff is not None:
         raise study.lines.error(diff, f"differs from the study whose trials {out} holds ({copy}); use "
                                 "another output folder, or delete that one to start over")
+    if not (out / INPUTS_NOTE).exists() and (at := _first_strict(study)) is not None:  # (a folder from before it)
+        raise study.lines.error(at, f"the trials in {out} were judged before a strict comparison (< or >) failed "
+                                "when both sides are equal (6 December 2026): resume in another output folder, so "
+                                "that one Pareto set is not judged by two rules")
     if (at := changed_input(study, out)) is not None:
         raise study.lines.error(at, f"the file changed since the trials in {out} were run (its digest in "
                                 f"{out / INPUTS_NOTE} differs); restore it, or use another output folder")

@@ -56,8 +56,9 @@ class KnobSpec(_Strict):
     path: str | None = Field(None, description="Field path into the hardware config, e.g. "
                              "levels.buffer.capacity (not with presets).")
     choices: list[Any] | None = Field(  # (any items here: the hardware field's own check says what it wants)
-        None, min_length=1, json_schema_extra={"items": {"type": ["boolean", "integer", "number", "string"]}},
-        description="Categorical values (numbers, strings or booleans).")
+        None, min_length=1,
+        json_schema_extra={"items": {"type": ["boolean", "integer", "number", "string", "null"]}},
+        description="Categorical values (numbers, strings, booleans or null).")
     presets: dict[str, dict[str, Any]] | None = Field(
         None, min_length=1, description="Named choices that each set several fields: {LABEL: {PATH: VALUE}}, "
         "e.g. a dataflow that changes the systolic mode, a PE register and a constraint together.")
@@ -223,7 +224,7 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
         knob = _checked(Knob(name, path, choices=tuple(spec.choices), format=spec.format), base,
                         {path: spec.path}, lines, at)
         for i, choice in enumerate(spec.choices):  # (optuna stores scalars; a list broke every table at the end)
-            if not isinstance(choice, (int, float, str, bool)):
+            if choice is not None and not isinstance(choice, (int, float, str, bool)):  # (null: an unset field)
                 raise lines.error((*at, "choices", i), f"expected a number, string or boolean, got {choice!r} "
                                   "(several fields at once: presets)")
         return knob

@@ -17,6 +17,8 @@ from costmodel.atomic import check_writable
 from costmodel.errors import UserError
 
 JOURNAL = "study.journal"
+LOCK_SUFFIX = ".lock"
+"""What optuna's JournalFileSymlinkLock appends to the journal's path for its lock."""
 STORAGE_NOTE = "storage.txt"
 
 
@@ -29,6 +31,9 @@ def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
     from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
     path = path.absolute()
+    lock = Path(f"{path}{LOCK_SUFFIX}")
+    if path.exists() and lock.is_symlink() and not lock.exists():  # such a link, left by a version before this
+        lock.unlink(missing_ok=True)  # one: it never resolves, so optuna would spin on it for ever
     if path.exists() and path.stat().st_size:
         lock = JournalFileSymlinkLock(str(path))
         lock.acquire()

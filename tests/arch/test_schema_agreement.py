@@ -82,6 +82,10 @@ VARIANTS: dict[str, tuple[Callable[[dict], None], bool]] = {
     "constraint order": (_constraint(order=["C", "K"]), True),
     "constraint order with a dim twice": (_constraint(order=["C", "C"]), False),
     "unknown field": (_level(1, "colour", "red"), False),
+    "a level named like a breakdown key": (_level(2, "name", "mac"), False),
+    "DRAM not first": (lambda d: d["levels"].reverse(), False),
+    "a second DRAM": (_level(1, "kind", "dram"), False),
+    "capacity '4\\x85KiB' (no \\s of Python's)": (_level(1, "capacity", "4\x85KiB"), False),
 }
 
 # rules between fields (or values JSON Schema reads otherwise) that only the loader checks
@@ -91,6 +95,10 @@ LOADER_ONLY: dict[str, Callable[[dict], None]] = {
     "mac.count not the product of the fan-outs": lambda d: d["mac"].__setitem__("count", 7),
     "systolic level not a level's name": _top("systolic", {"dataflow": "WS", "level": "nope"}),
     "a tensor kept and bypassed": _constraint(keep=["W"], bypass=["W"]),
+    "a size string of 0": _level(1, "capacity", "0 KiB"),
+    "a size string past 2**53 words": _level(1, "capacity", "1e30 GiB"),
+    "a clock string below 1 Hz": _top("clock", "0.5 Hz"),
+    "two levels of one name": _level(2, "name", "buffer"),
 }
 
 

@@ -80,6 +80,33 @@ def test_dict_json_yaml_round_trip(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m.yaml"]  # no temp files left
 
 
+def test_serializers_that_sort_keys_keep_the_loop_order():
+    """The dims a level's ``order`` leaves out ran in ``temporal``'s key order, which yaml.safe_dump
+    and json.dumps(sort_keys=True) change: the numbers changed 2.3x while the mappings compared equal."""
+    import yaml
+
+    from costmodel.evaluate import evaluate
+
+    p = P.matmul(64, 32, 48)
+    m = Mapping((LevelMapping(temporal={"N": 12, "M": 4}),
+                 LevelMapping(temporal={"M": 8, "N": 2, "K": 16}, order=("M", "N", "K"), spatial_x={"N": 2},
+                              spatial_y={"M": 2}),
+                 LevelMapping(temporal={"K": 2})))
+    swapped = Mapping((LevelMapping(temporal={"M": 4, "N": 12}), *m.levels[1:]))
+    assert m.levels[0].order == ("N", "M") and swapped != m  # (the same factors, not the same nest)
+    assert evaluate(p, ARCH, swapped).energy_pj != evaluate(p, ARCH, m).energy_pj
+    for text in (yaml.safe_dump(m.to_dict(ARCH)), json.dumps(m.to_dict(ARCH), sort_keys=True)):
+        again = Mapping.from_dict(yaml.safe_load(text), ARCH)
+        assert again == m and evaluate(p, ARCH, again).energy_pj == evaluate(p, ARCH, m).energy_pj
+
+
+def test_named_entries_without_the_config_are_refused():
+    data = {"levels": [{"level": "buffer", "temporal": {"K": 8}}, {"level": "DRAM"}, {"level": "rf"}]}
+    with pytest.raises(UserError, match=r"levels\[0\]\.level: entries that name their level need the config"):
+        Mapping.from_dict(data)
+    assert Mapping.from_dict(data, ARCH).levels[1].temporal == {"K": 8}  # buffer: the config's second level
+
+
 def test_named_levels_may_be_partial_and_unordered(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text("levels:\n"

@@ -18,8 +18,16 @@ BAD = {
     "scalar.yaml": (b"just words\n", ": expected a list of per-level constraint entries"),
     # a misspelt key: its entries had been dropped without a word
     "misspelt.yaml": (b"constraints:\n  - {level: buffer, bypass: [W]}\nconstriants:\n  - {level: rf, keep: [I]}\n",
-                      ":3: constriants: unknown field 'constriants'; expected 'constraints: [...]'"),
+                      ":3: constriants: unknown field 'constriants'; did you mean 'constraints'?"),
+    "other.yaml": (b"constraints: []\nlimits: 3\n", ":2: limits: unknown field 'limits'; expected 'constraints: [...]'"),
 }
+
+
+def test_a_hwconfig_is_read_for_its_constraints() -> None:
+    from costmodel.arch import HWCONFIGS, load_architecture
+
+    entries = load_constraints_file(HWCONFIGS / "eyeriss_like.yaml")
+    assert [e["level"] for e in entries] == [c.level for c in load_architecture("eyeriss_like").constraints]
 
 
 @pytest.mark.parametrize("name", BAD)

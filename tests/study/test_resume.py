@@ -251,6 +251,26 @@ def test_an_edited_hardware_template_is_refused_on_resume(tmp_path: Path) -> Non
     assert any("hardware: the file changed since the trials were run" in str(w.message) for w in seen)
 
 
+def test_old_folders_with_strict_constraints_and_damaged_digests_are_refused(tmp_path: Path) -> None:
+    """A folder from before inputs.json judged `rows < 4` at rows = 4 as met: resuming it would put
+    two rules in one Pareto set. A damaged inputs.json is one line, not a traceback."""
+    from costmodel.errors import UserError
+
+    path = small_study(tmp_path, sampler="random", trials=2, constraints=["area_mm2 <= 1", "rows < 4"])
+    run_study(path)
+    note = tmp_path / "out" / "inputs.json"
+    note.write_text('{"hardware": ')
+    with pytest.raises(UserError, match=r"inputs\.json: cannot read the digests of the study's inputs"):
+        run_study(path)
+    note.unlink()  # (as a folder made before the note existed)
+    with pytest.raises(UserError, match=r"small\.yaml:\d+: constraints\[1\]: the trials in .* were judged before a "
+                                        r"strict comparison"):
+        run_study(path)
+    path.write_text(path.read_text().replace("rows < 4", "rows <= 3"))  # (a changed study, refused as such)
+    with pytest.raises(UserError, match="differs from the study whose trials"):
+        run_study(path)
+
+
 @pytest.mark.parametrize("damage", [b"garbage{\n", b"[1, 2]\n", b"\xff\xfe\n", b"{\"op_code\": 5\n"])
 @pytest.mark.parametrize("where", ["end", "middle"])
 def test_a_damaged_journal_line_is_refused_before_anything_is_written(tmp_path: Path, damage: bytes,

@@ -458,3 +458,24 @@ def test_journal_lock_resolves_from_a_relative_folder(tmp_path: Path, monkeypatc
     storage = open_storage(Path("runs") / "s", None)
     optuna.create_study(storage=storage, study_name="s").optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
     assert links and all(links)
+
+
+def test_a_dangling_lock_of_an_older_version_is_removed(tmp_path: Path) -> None:
+    """A worker of the version before absolute lock links, killed holding the lock, left a link that
+    never resolves: every later command spun on it. (In a subprocess: a regression hangs, here it
+    times out.)"""
+    import os
+    import subprocess
+    import sys
+
+    from dse.study.storage import open_storage
+
+    run = tmp_path / "runs" / "s"
+    optuna.create_study(storage=open_storage(run, None), study_name="s")
+    os.symlink("runs/s/study.journal", run / "study.journal.lock")  # relative: resolves against runs/s/
+    code = ("import optuna, sys; from pathlib import Path; from dse.study.storage import open_storage; "
+            "st = optuna.load_study(storage=open_storage(Path('runs/s'), None), study_name='s'); "
+            "st.optimize(lambda t: t.suggest_float('x', 0, 1), n_trials=1); print(len(st.trials))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr

@@ -291,6 +291,8 @@ def test_a_workloads_metric_is_one_name() -> None:
     ("rows % (2 - 2)", "divides by zero"),
     ("min(rows, sqrt(-1))", "'sqrt(-1)' cannot be evaluated: math domain error"),
     ("max() + rows", "'max()' cannot be evaluated"),
+    ("rows + (-1) ** 0.5", "not a finite real number"),
+    ("rows + 1e308 * 10", "is inf: not a finite real number"),
 ])
 def test_parts_without_names_are_evaluated_when_parsed(text: str, why: str) -> None:
     """They fail for every design: the file's mistake, not each trial's."""

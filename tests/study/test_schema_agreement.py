@@ -36,6 +36,7 @@ VARIANTS = {
     "a list as a choice": (_knob("holds", {"path": "levels.rf.holds", "choices": [["I", "W"], ["I", "W", "O"]]}),
                            False),
     "boolean choices": (_knob("mc", {"path": "levels.buffer.multicast", "choices": [True, False]}), True),
+    "null, an unset optional field": (_knob("bw", {"path": "levels.buffer.read_bw", "choices": [None, 4]}), True),
 }
 
 
