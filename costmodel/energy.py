@@ -81,8 +81,8 @@ class Energy:
         """[B, L]: access + network + leakage energy of each level. (The access energies summed as one
         contiguous axis per level: numpy's order for two axes depended on B, so a mapping evaluated
         alone and as a row of a batch differed in the last bit.)"""
-        b, n_lv = self.leakage.shape
-        return self.access.reshape(b, n_lv, -1).sum(axis=2) + self.network.sum(axis=2) + self.leakage
+        b, n_lv, n_t, n_a = self.access.shape  # (sizes, not -1: a batch of none has no size to infer)
+        return self.access.reshape(b, n_lv, n_t * n_a).sum(axis=2) + self.network.sum(axis=2) + self.leakage
 
 
 def level_vectors(arch: Architecture) -> dict[str, np.ndarray]:

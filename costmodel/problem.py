@@ -90,7 +90,10 @@ class Problem:
             got = ", ".join(t.name + (" (output)" if t.is_output else "") for t in self.tensors) or "none"
             raise UserError(f"problem {self.kind}: expected the tensors I, W and O (the output), each once; "
                             f"got {got}")
-        _ints(self.psum_bits, "psum_bits")
+        object.__setattr__(self, "psum_bits", _ints(self.psum_bits, "psum_bits")[0])
+        # numpy numbers as Python's: the layer's JSON, YAML and database signature (an np.int64 of 32
+        # was no 32 to json.dumps, and gave an equal layer another signature)
+        object.__setattr__(self, "params", tuple((k, _plain(v)) for k, v in self.params))
         for t in self.tensors:
             unknown = t.dims() - set(names)
             if unknown:
@@ -212,6 +215,17 @@ def as_int(x: Any) -> int | None:
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
         return None
     return int(x)
+
+
+def _plain(v: Any) -> Any:
+    """``v`` with numpy integers and floats (also inside tuples and lists) as Python's."""
+    if isinstance(v, (list, tuple)):
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return int(v)
+    if isinstance(v, numbers.Real) and not isinstance(v, float):
+        return float(v)
+    return v
 
 
 def _ints(v: Any, path: str | PathKey, lengths: tuple[int, ...] = (), least: int = 1) -> tuple[int, ...]:

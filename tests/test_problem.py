@@ -81,3 +81,21 @@ def test_bad_input_is_a_user_error():
         conv2d(10, 16, 8, 8, groups=4)
     with pytest.raises(UserError, match="kind"):
         Problem.from_dict({"kind": "nope"})
+
+
+def test_numpy_arguments_give_the_plain_layer():
+    """Its JSON and database signature are those of the layer built with Python ints (an np.int64
+    psum_bits gave another signature, hence a second search; np ints did not serialize)."""
+    import numpy as np
+
+    from dse.mapdb import layer_signature
+
+    plain = matmul(16, 16, 24)
+    for other in (matmul(np.int64(16), 16, 24), matmul(16, 16, 24, psum_bits=np.int64(32)),
+                  conv2d(np.int32(3), 8, 10, 10, kernel=(np.int64(3), 3))):
+        doc = json.dumps(other.to_dict())
+        assert type(other.psum_bits) is int
+        if other.kind == "matmul":
+            assert other == plain and layer_signature(other) == layer_signature(plain)
+            assert doc == json.dumps(plain.to_dict())
+    assert conv2d(np.int32(3), 8, 10, 10, kernel=(np.int64(3), 3)).to_dict() == conv2d(3, 8, 10, 10, kernel=3).to_dict()

@@ -114,3 +114,14 @@ def test_systolic_modes_are_ordered(problem, arch, seed):
     assert (steps <= overlapped).all() and (overlapped <= scalesim).all()
     ev = evaluate_batch(problem, arch, batch)
     assert (ev.utilization <= 1).all()
+
+
+def test_an_empty_batch_has_empty_breakdowns():
+    """random_mappings(n=0) and MappingBatch.from_mappings([]) are batches too: their breakdowns and
+    DataFrame are empty, with the columns of any batch (the per-level sum failed to reshape)."""
+    from costmodel.arch import load_architecture
+
+    arch, p = load_architecture("tiny"), matmul(16, 16, 24)
+    empty, one = (evaluate_batch(p, arch, random_mappings(p, arch, n, seed=0)) for n in (0, 1))
+    assert empty.level_energy_pj.shape == (0, len(arch.levels))
+    assert list(empty.to_dataframe().columns) == list(one.to_dataframe().columns) and len(empty.to_dataframe()) == 0
