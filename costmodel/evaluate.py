@@ -183,8 +183,9 @@ def evaluate_batch(problem: Problem, arch: Architecture, batch: MappingBatch, *,
     if not isinstance(batch, MappingBatch):
         raise TypeError(f"batch: expected a MappingBatch (MappingBatch.from_mappings([...], problem, arch), or "
                         f"evaluate() for one Mapping), got {type(batch).__name__}")
-    if not isinstance(overlap, (bool, np.bool_)):  # "no" would be taken as True
-        raise TypeError(f"evaluate_batch: overlap must be True or False, got {overlap!r}")
+    for name, flag in (("overlap", overlap), ("check", check)):
+        if not isinstance(flag, (bool, np.bool_)):  # "no" would be taken as True
+            raise TypeError(f"evaluate_batch: {name} must be True or False, got {flag!r}")
     level_names = tuple(lv.name for lv in arch.levels)
     clash = sorted(set(level_names) & set(RESERVED))
     if clash:

@@ -13,6 +13,7 @@ more are drawn.
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -120,8 +121,12 @@ def random_mappings(problem: Problem, arch: Architecture, n: int, seed: int = 0,
     problem, arch = expect_problem(problem), as_architecture(arch)
     if as_int(n) is None or n < 0:
         raise ValueError(f"random_mappings: n must be an integer >= 0, got {n!r}")
-    if not 0 <= bypass_p <= 1:
+    if isinstance(bypass_p, bool) or not isinstance(bypass_p, numbers.Real) or not 0 <= bypass_p <= 1:
         raise ValueError(f"random_mappings: bypass_p must be a probability in [0, 1], got {bypass_p!r}")
+    if as_int(seed) is None or seed < 0:
+        raise ValueError(f"random_mappings: seed must be an integer >= 0, got {seed!r}")
+    if as_int(max_rounds) is None or max_rounds < 1:
+        raise ValueError(f"random_mappings: max_rounds must be an integer >= 1, got {max_rounds!r}")
     rng = np.random.default_rng(seed)
     parts: list[MappingBatch] = []
     have = 0

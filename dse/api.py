@@ -101,7 +101,7 @@ def simulate(binary: str | Path, inputs: dict[str, np.ndarray], timing: bool = T
     if not isinstance(timing, (bool, numpy.bool_)):  # "no" would be taken as True
         raise TypeError(f"simulate: timing must be True or False, got {timing!r}")
 
-    return _simulate(binary, inputs, timing=timing)
+    return _simulate(_path(binary, "binary"), inputs, timing=timing)
 
 
 def map_layer(problem: Problem, arch: Architecture, objective: str = "edp", **kwargs: Any) -> Any:

@@ -49,6 +49,9 @@ def _api():
     (lambda: _api().load_mapping("m.yaml", None, ARCH), "problem: expected a costmodel.problem.Problem"),
     (lambda: _api().load_mapping("m.yaml", ARCH, LAYER), "problem: expected a costmodel.problem.Problem"),
     (lambda: _api().load_mapping("m.yaml", LAYER, 3), "arch: expected an Architecture"),
+    (lambda: _api().simulate(None, {}), "binary: expected a file path or name"),
+    (lambda: evaluate_batch(LAYER, ARCH, BATCH, check="no"), "check must be True or False"),
+    (lambda: __import__("dse.study", fromlist=["run_study"]).run_study(None), "load_study: expected the study file"),
 ])
 def test_wrong_kind_of_object_is_a_type_error_naming_the_argument(call, names):
     with pytest.raises(TypeError, match=names):
@@ -139,6 +142,14 @@ def test_flags_of_the_wrong_kind(tmp_path: Path):
             map_layer(LAYER, ARCH, **option)
     with pytest.raises(TypeError, match="timing must be True or False"):
         api.simulate(tmp_path / "x.axb", {}, timing="no")
+
+
+@pytest.mark.parametrize(("option", "why"), [({"bypass_p": None}, "bypass_p must be a probability"),
+                                             ({"seed": -1}, "seed must be an integer >= 0"),
+                                             ({"max_rounds": None}, "max_rounds must be an integer >= 1")])
+def test_random_mappings_names_its_bad_option(option, why):
+    with pytest.raises(ValueError, match=why):
+        random_mappings(LAYER, ARCH, 4, **option)
 
 
 def test_a_folder_named_like_a_zoo_model_does_not_hide_it(tmp_path, monkeypatch):

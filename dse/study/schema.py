@@ -9,6 +9,7 @@ without re-reading the file.
 
 from __future__ import annotations
 
+import os
 import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -470,6 +471,8 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     Relative paths inside it are relative to ``root`` (default: the file's folder)."""
     from costmodel.arch import architecture_from_dict, load_config_data
 
+    if not isinstance(path, (str, os.PathLike)):  # (pathlib's message names no argument)
+        raise TypeError(f"load_study: expected the study file's path (str or os.PathLike), got {path!r:.60}")
     src = Path(path)
     base_dir = Path(root) if root is not None else src.parent
     spec, lines = read_spec(src)
