@@ -105,13 +105,42 @@ def _storable(search: Search) -> bool:
     return "time_limit_s" not in search.options
 
 
+def _searched_problem(layer: Layer) -> Problem:
+    """What a MAC layer's search maps: its Problem, or for a recurrent one (an LSTM's or GRU's
+    ``h_gates``) one time step's, since step t needs h[t-1] (mapping all T steps as one matmul put
+    them in inner loops, with the weights reused across steps: up to 13x too few cycles)."""
+    if layer.attrs.get("recurrent"):
+        return layer.attrs["step_problem"]
+    return layer.problem
+
+
+def _scaled(metrics: dict[str, Any], steps: int) -> dict[str, Any]:
+    """One step's metrics for ``steps`` steps run one after another: energy, cycles, seconds, MACs and
+    access counts add up; power and utilization stay; EDP is the new energy x the new time."""
+    def times(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: times(x) for k, x in v.items()}
+        return v * steps
+
+    out = dict(metrics)
+    for key in ("energy_pj", "latency_cycles", "latency_s", "macs", "compute_cycles", "accesses",
+                "energy_breakdown_pj"):
+        out[key] = times(metrics[key])
+    out["edp"] = out["energy_pj"] * out["latency_s"]
+    out["recurrent_steps"] = steps
+    return out
+
+
 def _mac_result(layer_name: str, op_type: str, problem: Problem, arch: Architecture,
-                evaluated: tuple[Mapping, dict[str, Any]], post_ops: int = 0) -> LayerResult:
+                evaluated: tuple[Mapping, dict[str, Any]], post_ops: int = 0, steps: int = 1) -> LayerResult:
     """A MAC layer's result from its search's ``evaluated`` mapping (shared by the network's layers
-    of that shape: they are evaluated once) and its own post-GEMM vector ops."""
+    of that shape: they are evaluated once) and its own post-GEMM vector ops; a recurrent layer's
+    ``problem`` and mapping are one step's, run ``steps`` times (see :func:`_searched_problem`)."""
     from costmodel.vector import post_ops_pj
 
     m, metrics = evaluated[0], copy.deepcopy(evaluated[1])
+    if steps > 1:
+        metrics = _scaled(metrics, steps)
     if post_ops:
         extra = post_ops_pj(arch, post_ops)
         metrics["energy_breakdown_pj"]["vector_unit"] = extra
@@ -167,7 +196,7 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
     layer_digest: dict[str, str] = {}
     for x in selected:
         if x.kind == "mac" and x.problem is not None:
-            s = search_for(x.problem, hw, obj, mapper, seed, options)
+            s = search_for(_searched_problem(x), hw, obj, mapper, seed, options)
             d = s.key.digest
             layer_digest[x.name] = d
             if d not in searches:
@@ -205,7 +234,8 @@ def map_model(workload: Workload | str | Path, arch: Architecture | str | Path, 
             d = layer_digest[x.name]
             if d not in plain:
                 plain[d] = _evaluated(x.name, searches[d], hw, answers[d])
-            r = _mac_result(x.name, x.op_type, x.problem, hw, plain[d], x.vector_ops)
+            r = _mac_result(x.name, x.op_type, _searched_problem(x), hw, plain[d], x.vector_ops,
+                            steps=int(x.attrs.get("steps", 1)) if x.attrs.get("recurrent") else 1)
             r.from_db = d in from_db
             if d in done:
                 r.same_as = done[d].name

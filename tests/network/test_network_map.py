@@ -148,3 +148,33 @@ def test_a_cgroup_cpu_quota_caps_the_workers(monkeypatch, cpu_max: str, cpus: in
     cores = len(os.sched_getaffinity(0))
     assert solve_mod.default_workers() == (min(cores, cpus) if cpus else cores)
     assert solve_mod.worker_count(8) == (min(cores, cpus) if cpus else min(cores, 8))
+
+
+def test_a_recurrent_layer_is_mapped_one_step_at_a_time(tmp_path):
+    """An LSTM's h_gates (step t needs h[t-1]) had been mapped as one matmul over all T steps, which
+    put T in inner loops and reused the weights across steps: 346 cycles for T = 16 on tpu_like,
+    where one step alone takes 290. Now: one step's best mapping, run T times."""
+    from onnx import TensorProto, helper
+
+    from compiler.frontend import import_onnx
+    from costmodel.arch import load_architecture
+    from dse.network import best_mapping
+    from tests.frontend.onnx_builders import save, weight
+
+    steps, hidden, size = 16, 32, 16
+    node = helper.make_node("LSTM", ["x", "W", "R", "B"], ["Y"], name="lstm", hidden_size=hidden)
+    inits = [weight("W", 1, 4 * hidden, size), weight("R", 1, 4 * hidden, hidden), weight("B", 1, 8 * hidden)]
+    path = save(tmp_path / "lstm.onnx", [node], [("x", TensorProto.FLOAT, [steps, 1, size])],
+                [("Y", TensorProto.FLOAT, None)], inits)
+    wl, tpu = import_onnx(path), load_architecture("tpu_like")
+    h_layer = next(x for x in wl.layers() if x.name == "lstm/h_gates")
+    res = map_model(wl, tpu, db=False, workers=1, progress=False, **FAST)
+    h = next(x for x in res.layers if x.name == "lstm/h_gates")
+    step = best_mapping(h_layer.attrs["step_problem"], tpu, db=False, **FAST)
+    assert h.metrics["recurrent_steps"] == steps and h.problem == h_layer.attrs["step_problem"]
+    assert h.metrics["latency_cycles"] == steps * step.metrics["latency_cycles"]
+    assert h.metrics["energy_pj"] == pytest.approx(steps * step.metrics["energy_pj"])
+    assert h.metrics["macs"] == h_layer.macs == steps * 4 * hidden * hidden
+    assert h.metrics["utilization"] == pytest.approx(step.metrics["utilization"])
+    reads = h.metrics["accesses"]["DRAM"]["W"]["reads"]
+    assert reads == steps * step.metrics["accesses"]["DRAM"]["W"]["reads"] >= steps * 4 * hidden * hidden
