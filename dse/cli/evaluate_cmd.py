@@ -22,7 +22,7 @@ def _print_tables(result: dict[str, Any], hw: str, layer: str, loop_nest: str) -
     from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    con = Console(markup=False)  # (names are shown as written)
     if not con.is_terminal:
         con.width = max(con.width, 120)  # piped output: do not squeeze the access table
     macs = result["macs"]
@@ -66,7 +66,7 @@ def _print_tables(result: dict[str, Any], hw: str, layer: str, loop_nest: str) -
     for name, v in parts:
         en.add_row(name, f"{v:.4g}", f"{v / macs:.4g}", f"{v / result['energy_pj']:.1%}")
     con.print(en)
-    con.print("[bold]loop nest[/bold]")
+    con.print("loop nest", style="bold")
     con.print(loop_nest, markup=False, highlight=False)
 
 

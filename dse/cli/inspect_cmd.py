@@ -43,7 +43,7 @@ def _print_table(workload: Workload) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = Console(width=None if sys.stdout.isatty() else 200, markup=False)  # (names as written)
     table = Table(title=f"{workload.name}  ({workload.source or 'zoo'})", show_lines=False)
     for col, justify in (("name", "left"), ("kind", "left"), ("op", "left"), ("dims", "left"),
                          ("MACs", "right"), ("params", "right"), ("in", "left"), ("out", "left")):

@@ -49,12 +49,11 @@ def _check_json_out(path: Path, *inputs: str | Path | None) -> None:
 
 def _print_network(res: Any, shown: set[str]) -> None:
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     from dse.cli.evaluate_cmd import _si
 
-    con = Console()
+    con = Console(markup=False)  # (names are shown as written: "net[/v2]" is no markup)
     if not con.is_terminal:
         con.width = max(con.width, 160)
     tot = res.totals
@@ -66,8 +65,8 @@ def _print_network(res: Any, shown: set[str]) -> None:
         m = x.metrics
         src = ("db" if x.from_db else "search") if x.kind == "mac" else "vector model" if m["energy_pj"] else "-"
         if x.same_as:
-            src = escape(f"= {x.same_as}")
-        t.add_row(escape(x.name), x.kind, escape(x.summary(res.arch)), _si(m["energy_pj"] * 1e-12, "J"), f"{m['latency_cycles']:,}",
+            src = f"= {x.same_as}"
+        t.add_row(x.name, x.kind, x.summary(res.arch), _si(m["energy_pj"] * 1e-12, "J"), f"{m['latency_cycles']:,}",
                   f"{m['utilization']:.1%}", f"{m['energy_pj'] / tot['energy_pj']:.1%}" if tot["energy_pj"] else "-",
                   f"{m['latency_cycles'] / tot['latency_cycles']:.1%}" if tot["latency_cycles"] else "-", src)
     con.print(t)
@@ -183,8 +182,8 @@ def _print_best(r: Any, arch: Any, problem: Any) -> None:
     from dse.cli.evaluate_cmd import _print_tables
 
     _print_tables(r.metrics, arch.name, problem.describe(), r.mapping.loop_nest(problem, arch))
-    con = Console()
-    con.print("[bold]mapping (YAML, for `dse evaluate --mapping`)[/bold]")
+    con = Console(markup=False)
+    con.print("mapping (YAML, for `dse evaluate --mapping`)", style="bold")
     con.print(yaml.safe_dump(r.mapping.to_dict(arch), sort_keys=False, default_flow_style=None).rstrip(),
               markup=False, highlight=False)
     how = "from the mapping database" if r.from_db else \

@@ -89,8 +89,8 @@ def results(
     for _, row in front[cols].iterrows():
         out.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
     # never squeezed to the terminal (rich would cut names and fold numbers): a wider table wraps
-    need = Console(width=10_000).measure(out).minimum
-    Console(width=max(Console().width, need)).print(out)
+    need = Console(width=10_000, markup=False).measure(out).minimum
+    Console(width=max(Console().width, need), markup=False).print(out)
     if front.empty:
         done = int((table["state"] == "COMPLETE").sum())
         typer.echo(f"note: no feasible design among the {done} completed trials; the 'violation:' columns of "

@@ -30,7 +30,7 @@ def _list(as_json: Annotated[bool, typer.Option("--json", help="One JSON documen
         table.add_column(column, overflow="fold")
     for m in models:
         table.add_row(m.name, m.task, m.input_summary, f"{m.fps:g}", m.short_source)
-    Console().print(table)
+    Console(markup=False).print(table)
 
 
 def _export(

@@ -111,7 +111,9 @@ class Figures:
         import matplotlib.pyplot as plt
 
         # a fixed salt: the SVGs' clip-path ids are then the same on every run (byte-identical reports)
-        with plt.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "accel-dse"}):
+        # (text as written: a layer named conv$1$ is no math; "$...$" had failed to parse)
+        with plt.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "accel-dse",
+                                                                  "text.parse_math": False}):
             fig = draw()
             data, svg = _save(fig, "png"), _save(fig, "svg")
         self.files[self.folder / f"{name}.png"] = data
@@ -173,19 +175,22 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
     if arch.fingerprint() != doc.get("config_fingerprint"):
         raise UserError(f"{src}: was mapped on a different config than {arch.source} (fingerprints "
                         f"{doc.get('config_fingerprint')} vs {arch.fingerprint()}); pass the right one (hw, the CLI's --hw)")
-    layers = {doc.get("model", "model"): [layer_result(x["name"], x, arch) for x in doc["layers"]
-                                          if x.get("latency_cycles") or x.get("energy_pj")]}
+    model = doc.get("model", "model")
+    layers = {model: [layer_result(x["name"], x, arch) for x in doc["layers"]
+                      if x.get("latency_cycles") or x.get("energy_pj")]}
     if not any(layers.values()):
         raise UserError(f"{src}: holds no layer with energy or latency to report")
     objective = doc.get("objective") or {}
-    summary = (f"{doc.get('model')} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
+    search = ", ".join(f"{k} {v}" for k, v in (
+        ("mapper", doc.get("mapper")), ("objective", objective.get("name") if isinstance(objective, dict) else objective),
+        ("seed", doc.get("seed"))) if v is not None)  # (what the document says of its search)
+    summary = (f"{model} on {arch.name}: {doc['energy_pj'] * 1e-6:.4g} uJ, "
                f"{doc['latency_s'] * 1e3:.4g} ms, {doc['power_mw']:.4g} mW, {doc['area_mm2']:.4g} mm2, "
-               f"utilization {doc['utilization']:.1%} ({doc.get('mapper')} mapper, objective "
-               f"{objective.get('name') if isinstance(objective, dict) else objective}, seed {doc.get('seed')}).")
+               f"utilization {doc['utilization']:.1%}{f' ({search})' if search else ''}.")
     figures = Figures(output)
     sections = [Section("summary", "Summary", summary),
                 *_design_sections(layers, arch, dict(area_breakdown(arch)), figures)]
-    figures.write(render(f"Design report: {doc.get('model')} on {arch.name}", sections), MAP_SECTIONS)
+    figures.write(render(f"Design report: {model} on {arch.name}", sections), MAP_SECTIONS)
     return output
 
 

@@ -65,6 +65,7 @@ class MapLayer(_Open):
 
 class MapDocument(_Open):
     hw: str
+    config_fingerprint: str  # (missing, it had been taken for another config's)
     model: str = "model"
     energy_pj: Number
     latency_s: Number

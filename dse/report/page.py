@@ -64,7 +64,7 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
     text_in = 0.9 + sum(0.5 + 0.22 * len(textwrap.wrap(s.text, 150)) for s in texts) + table_in
     rows = (len(plots) + 1) // 2
     plot_in = 4.5 + 0.35
-    with plt.style.context("default"):
+    with plt.style.context("default"), plt.rc_context({"text.parse_math": False}):  # (text as written: no $math$)
         fig = Figure(figsize=(WIDTH_IN, text_in + rows * plot_in), dpi=DPI)
         height = text_in + rows * plot_in
         y = 1 - 0.35 / height

@@ -124,3 +124,21 @@ def test_missing_external_data_file(tmp_path):
         wl = import_onnx(tmp_path / "e.onnx")
     assert wl.total_macs == 2592 and wl.total_params == 72
     assert np.prod(wl.layers()[0].input_shapes[0]) == 72
+
+
+def test_names_with_brackets_are_shown_as_written(tmp_path):
+    """Node names are text, not rich markup: "out[/]" had been a MarkupError traceback (exit 1) and
+    "blocks[bold]/fc1" had lost its "[bold]"; so had a map table's title of a graph named "net[/v2]"."""
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="blocks[bold]/fc1"),
+             helper.make_node("MatMul", ["h", "w2"], ["y"], name="out[/]")]
+    path = save(tmp_path / "b.onnx", nodes, [("x", FLOAT, [2, 4])], [("y", FLOAT, None)],
+                [weight("w1", 4, 4), weight("w2", 4, 3)])
+    model = onnx.load(str(path))
+    model.graph.name = "net[/v2]"
+    onnx.save(model, str(path))
+    proc = dse("inspect", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "blocks[bold]/fc1" in proc.stdout and "out[/]" in proc.stdout and "net[/v2]" in proc.stdout
+    proc = dse("map", str(path), "--hw", "tiny", "--no-db", "--max-evaluations", "50")
+    assert proc.returncode == 0, proc.stderr
+    assert "net[/v2] on tiny" in proc.stdout and "blocks[bold]/fc1" in proc.stdout

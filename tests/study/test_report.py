@@ -252,6 +252,9 @@ def _edit(doc: dict, path: tuple, value: object) -> dict:
      "layers[0].energy_breakdown_pj: leakage.mac: expected a finite number, got 'q'"),
     ((("layers", 1, "macs"), KeyError), "layers[1].macs: missing"),
     ((("hw",), "nosuch"), "hw: "),  # the config the document names (no --hw)
+    # (it had been blamed on another config, whose fingerprint "None" could never match)
+    ((("config_fingerprint",), KeyError), "config_fingerprint: missing"),
+    ((("config_fingerprint",), 5), "config_fingerprint: a valid string, got 5"),
 ])
 def test_broken_map_document_is_one_error_and_no_output(tmp_path: Path, map_doc: dict, edit, why: str) -> None:
     """A map document cut or edited by hand: one message naming the part, exit 2, no output (these
@@ -355,3 +358,18 @@ def test_report_refuses_to_overwrite_the_files_the_study_reads(tmp_path: Path) -
         r = CliRunner().invoke(study_app(), ["report", str(tmp_path / "out"), "-o", str(out), *extra])
         assert "is also an input of this command" in str(r.exception), (out, extra, r.output)
     assert {p: p.read_bytes() for p in kept} == kept
+
+
+def test_names_are_shown_as_written(tmp_path: Path, map_doc: dict) -> None:
+    """Layer and model names reach matplotlib and rich as text: "conv$1$" had been read as math (a
+    ParseException traceback), "net[/v2]" as markup (a MarkupError)."""
+    import json
+
+    doc = _edit(_edit(map_doc, ("model",), "net[/v2] $x$"), ("layers", 0, "name"), "conv$$1[/]")
+    src = tmp_path / "map.json"
+    src.write_text(json.dumps(doc))
+    r = CliRunner().invoke(study_app(), ["report", str(src), "-o", str(tmp_path / "d.html"),
+                                         "--page", str(tmp_path / "d.png")])
+    assert r.exit_code == 0, r.output
+    assert "Design report: net[/v2] $x$ on tiny" in (tmp_path / "d.html").read_text()
+    assert "conv$$1[/]" in (tmp_path / "d_files" / "energy.svg").read_text()
