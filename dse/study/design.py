@@ -19,6 +19,8 @@ from dse.study.knobs import apply_knobs, knob_values
 from dse.study.metrics import LayerResult, study_metrics, workload_metrics
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from compiler.frontend.workload import Workload
     from costmodel.arch import Architecture
     from costmodel.problem import Problem
@@ -100,9 +102,9 @@ def layer_result(name: str, d: dict[str, Any], arch: Architecture, count: int = 
 
 
 def map_problems(problems: list[tuple[str, Problem]], arch: Architecture, study: Study) -> list[LayerResult]:
-    """Layers given as Problems (a study's inline ``layers:``): each distinct shape mapped once."""
-    from costmodel.evaluate import evaluate
-    from dse.mappers import map_layer
+    """Layers given as Problems (a study's inline ``layers:``): each distinct shape mapped once, through
+    the study folder's mapping database as a model's layers are (see :func:`map_network`)."""
+    from dse.network import best_mapping
 
     m = study.spec.mapper
     counts: dict[Problem, list[str]] = {}
@@ -110,11 +112,22 @@ def map_problems(problems: list[tuple[str, Problem]], arch: Architecture, study:
         counts.setdefault(p, []).append(name)
     out = []
     for p, names in counts.items():
-        opts = {"max_evaluations": m.max_evaluations} if m.mapper == "fast" else {}
-        res = map_layer(p, arch, m.objective, mapper=m.mapper, seed=m.seed, **opts)
-        out.append(layer_result(names[0], evaluate(p, arch, res.mapping).to_dict(), arch, len(names),
-                                res.mappings_evaluated, res.mapping.to_dict(arch)))
+        r = best_mapping(p, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, db=_mapping_db(study),
+                         **_budget(study))
+        out.append(layer_result(names[0], r.metrics, arch, len(names), r.mappings_evaluated,
+                                r.mapping.to_dict(arch)))
     return out
+
+
+def _mapping_db(study: Study) -> Path:
+    db = study.output / MAPPING_DB
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return db
+
+
+def _budget(study: Study) -> dict[str, int]:
+    m = study.spec.mapper
+    return {"max_evaluations": m.max_evaluations} if m.mapper == "fast" else {}
 
 
 def map_network(workload: Workload, arch: Architecture, study: Study) -> list[LayerResult]:
@@ -123,11 +136,8 @@ def map_network(workload: Workload, arch: Architecture, study: Study) -> list[La
     from dse.network import map_model
 
     m = study.spec.mapper
-    opts = {"max_evaluations": m.max_evaluations} if m.mapper == "fast" else {}
-    db = study.output / MAPPING_DB
-    db.parent.mkdir(parents=True, exist_ok=True)
-    net = map_model(workload, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, workers=m.workers, db=db,
-                    progress=False, **opts)
+    net = map_model(workload, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, workers=m.workers,
+                    db=_mapping_db(study), progress=False, **_budget(study))
     return [layer_result(x.name, x.metrics, arch, 1, x.mappings_evaluated,
                          x.mapping.to_dict(arch) if x.mapping is not None else None)
             for x in net.layers if x.metrics.get("latency_cycles", 0) or x.metrics.get("energy_pj", 0)]

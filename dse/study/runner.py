@@ -43,7 +43,7 @@ from costmodel.problem import as_int
 from costmodel.yamlio import format_path
 from dse.network.solve import worker_count
 from dse.study.dask_run import dask_client, run_on_dask
-from dse.study.design import Layers, evaluate_design, load_layers
+from dse.study.design import MAPPING_DB, Layers, evaluate_design, load_layers
 from dse.study.history import WORKER_ATTR, StaleHistory, owner_dead, worker_id
 from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
@@ -63,7 +63,8 @@ def input_files(out: Path, storage: str | None = None) -> list[Path]:
     and the workloads' ONNX models (the study's own resolved paths)."""
     from dse.study.results import TABLES
 
-    files = [out / name for name in (STUDY_COPY, ROOT_NOTE, INPUTS_NOTE, STORAGE_NOTE, JOURNAL, *TABLES)]
+    files = [out / name for name in (STUDY_COPY, ROOT_NOTE, INPUTS_NOTE, STORAGE_NOTE, JOURNAL, *TABLES, MAPPING_DB,
+                                     f"{MAPPING_DB}-wal", f"{MAPPING_DB}-shm")]  # (SQLite's journal files)
     stored = storage_file(out, storage)
     if stored is not None and stored not in files:  # (a database server has no file here; the
         files.append(stored)  # folder's own journal is listed already)

@@ -479,3 +479,18 @@ def test_a_dangling_lock_of_an_older_version_is_removed(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, check=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
+
+
+def test_inline_layers_use_the_folders_mapping_database(tmp_path: Path) -> None:
+    """As a model's layers do (docs/studies.md): a design evaluated again costs no search (inline
+    layers had been searched every time, and the folder had no database)."""
+    from dse.mapdb import MappingDB
+
+    res = run_study(small_study(tmp_path, sampler="random", trials=2))
+    with MappingDB(res.out / "mappings.sqlite") as db:
+        assert len(db) >= 2  # (the two layer shapes of the first design at least)
+    table = trials_table(res.study, res.optuna_study)
+    row = table.iloc[0]
+    again = evaluate_design(res.study, load_layers(res.study), {k.name: row[k.name] for k in res.study.sampled_knobs})
+    assert [x.mappings_evaluated for x in again.layers["net"]] == [0, 0]
+    assert again.metrics["energy_pj"] == pytest.approx(row["energy_pj"])
