@@ -171,10 +171,22 @@ class MappingDB:
                     raise
                 time.sleep(0.05)
 
+    def _passing(self, exc: sqlite3.Error, what: str) -> None:
+        """A damaged file is the user's to replace (UserError); anything else (a full disk, a lock
+        held past the timeout) costs the cache only, with a warning: it had made a sweep's designs
+        invalid (pruned for good) while the search itself was fine."""
+        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _DAMAGED:
+            raise self._damaged(exc) from None
+        warnings.warn(f"{self.path}: {what} ({exc})", UserWarning, stacklevel=3)
+
     def get(self, key: SearchKey) -> Stored | None:
         """The stored answer, or None; a row that does not decode is a miss (``put`` replaces it)."""
-        row = self._run("SELECT mapping, metrics, mappings_evaluated, search_seconds FROM mappings "
-                        "WHERE key = ?", (key.digest,)).fetchone()
+        try:
+            row = self._con.execute("SELECT mapping, metrics, mappings_evaluated, search_seconds FROM mappings "
+                                    "WHERE key = ?", (key.digest,)).fetchone()
+        except sqlite3.Error as exc:
+            self._passing(exc, "cannot read the mapping database; searching again")
+            return None
         if row is None:
             return None
         try:
@@ -188,11 +200,14 @@ class MappingDB:
         return stored
 
     def put(self, key: SearchKey, problem: Problem, stored: Stored) -> None:
-        self._run(
-            "INSERT OR REPLACE INTO mappings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key.digest, key.layer_signature, key.config_fingerprint, key.objective, key.mapper, model_version(),
-             canonical(problem.to_dict()), canonical(stored.mapping), canonical(stored.metrics),
-             stored.mappings_evaluated, stored.search_seconds, time.time()))
+        try:
+            self._con.execute(
+                "INSERT OR REPLACE INTO mappings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key.digest, key.layer_signature, key.config_fingerprint, key.objective, key.mapper, model_version(),
+                 canonical(problem.to_dict()), canonical(stored.mapping), canonical(stored.metrics),
+                 stored.mappings_evaluated, stored.search_seconds, time.time()))
+        except sqlite3.Error as exc:
+            self._passing(exc, "cannot keep a search's answer in the mapping database; it is used, not kept")
 
     def __len__(self) -> int:
         return int(self._run("SELECT COUNT(*) FROM mappings").fetchone()[0])

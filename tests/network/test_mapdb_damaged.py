@@ -117,3 +117,14 @@ def test_best_mapping_prints_the_warning_as_a_line(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
     assert proc.returncode == 0 and "UserWarning" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith(f"warning: {path}: the mapping stored for layer "), proc.stderr
+
+
+def test_a_database_that_cannot_be_written_costs_the_cache_only(tmp_path: Path) -> None:
+    """A full disk or a lock held past the timeout had raised a UserError, which a sweep took for an
+    invalid design (pruned for good); the answer is used and not kept, with a warning. (A write
+    refused by SQLite stands in for them.)"""
+    with MappingDB(tmp_path / "m.sqlite") as db:
+        db._con.execute("PRAGMA query_only = 1")
+        with pytest.warns(UserWarning, match=r"cannot keep a search's answer in the mapping database; it is used"):
+            db.put(KEY, PROBLEM, ROW)
+        assert db.get(KEY) is None

@@ -106,6 +106,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _two_worker_sweep(path: Path, stderr: int) -> subprocess.Popen:
+    """`dse sweep PATH --workers 2` in a subprocess, with two workers on any machine."""
+    code = ("import sys; from dse.network import solve; solve.default_workers = lambda: 2; "
+            "from tests.study.helpers import study_app; "
+            "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
+    return subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+
+
+def _signal_after_two_trials(proc: subprocess.Popen, out: Path, sig: signal.Signals, deadline: float) -> None:
+    """Send ``sig`` to the sweep once two of its trials have finished (or give up at ``deadline``)."""
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        if _ready(out) and sum(t.state.name == "COMPLETE" for t in _states(out)) >= 2:
+            os.kill(proc.pid, sig)
+            return
+
+
 def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
     """Killing `dse sweep --workers 2` leaves its workers orphaned: they finish their current trial and
     stop; a rerun then completes exactly N trials, each once. N is large against the two trials
@@ -114,19 +132,10 @@ def test_sigkill_parent_of_two_workers(tmp_path: Path) -> None:
     n = 30
     path = small_study(tmp_path, sampler="random", trials=n, mapper={"max_evaluations": 1500})
     out = tmp_path / "out"
-    code = ("import sys; from dse.network import solve; solve.default_workers = lambda: 2; "  # (two on any machine)
-            "from tests.study.helpers import study_app; "
-            "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _two_worker_sweep(path, subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-            if _ready(out) and sum(t.state.name == "COMPLETE" for t in _states(out)) >= 2:
-                os.kill(proc.pid, signal.SIGKILL)
-                break
+        _signal_after_two_trials(proc, out, signal.SIGKILL, deadline)
     finally:
         proc.kill()
         proc.wait()
@@ -148,19 +157,9 @@ def test_sigterm_stops_two_workers(tmp_path: Path) -> None:
     n = 40
     path = small_study(tmp_path, sampler="random", trials=n, mapper={"max_evaluations": 1500})
     out = tmp_path / "out"
-    code = ("import sys; from dse.network import solve; solve.default_workers = lambda: 2; "
-            "from tests.study.helpers import study_app; "
-            "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+    proc = _two_worker_sweep(path, subprocess.PIPE)
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-            if _ready(out) and sum(t.state.name == "COMPLETE" for t in _states(out)) >= 2:
-                os.kill(proc.pid, signal.SIGTERM)
-                break
+        _signal_after_two_trials(proc, out, signal.SIGTERM, time.monotonic() + 60)
         err = proc.communicate(timeout=30)[1]  # (the workers get 10 s to stop, then are killed)
         status = proc.returncode
     finally:
