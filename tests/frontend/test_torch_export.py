@@ -164,6 +164,23 @@ def test_failed_export_leaves_no_file(tmp_path, dynamo):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
+def test_an_interrupted_export_is_an_interrupt_not_a_failure(tmp_path, monkeypatch, dynamo):
+    """torch.onnx wraps what stops torch.export in its own error ("Failed to export the model with
+    torch.export"): a `kill` (SIGTERM, raised as KeyboardInterrupt by the CLI) during an export had
+    read as "the dynamo exporter failed", exit 2, instead of the interrupt (exit 143 / 130)."""
+    def export(*_args, **_kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Failed to export the model with torch.export.") from exc
+
+    monkeypatch.setattr(torch.onnx, "export", export)
+    with pytest.raises(KeyboardInterrupt):
+        export_onnx(nn.Linear(2, 2), (torch.zeros(1, 2),), tmp_path / "b.onnx", dynamo=dynamo)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_dynamo_refuses_old_opsets(tmp_path):
     from costmodel.errors import UserError
 
