@@ -47,6 +47,10 @@ def _temp_beside(path: Path) -> tuple[int, str]:
     try:
         if path.parent.exists() and not path.parent.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, f"{path.parent} is a file, not a folder")
+        for folder in (path.parent, *path.parent.parents):  # (mkdir had said only "File exists")
+            if folder.is_symlink() and not folder.exists():
+                raise FileNotFoundError(errno.ENOENT, f"{folder} is a link to {os.readlink(folder)}, which does "
+                                                      "not exist")
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a folder")
@@ -167,9 +171,21 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        _raise_if_full(exc, path)
         raise
+
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+"""Errors of a write that the place, not the program, causes: a full disk, a quota, a read-only mount."""
+
+
+def _raise_if_full(exc: BaseException, path: Path) -> None:
+    """A write that failed for want of space (or a read-only mount) is one line naming the file, as
+    a folder that cannot be written is; it had been a traceback once the temp file was open."""
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def atomic_write_all(files: dict[Path, bytes]) -> None:
@@ -191,9 +207,10 @@ def atomic_write_all(files: dict[Path, bytes]) -> None:
             atomic_write_bytes(target, targets[target])
         for tmp, target in temps:
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         for tmp, _ in temps:
             Path(tmp).unlink(missing_ok=True)
+        _raise_if_full(exc, temps[-1][1] if temps else next(iter(targets)))
         raise
 
 

@@ -72,7 +72,10 @@ def results(
                   if (table["state"] == "RUNNING").any() else "")
                if len(table) else "run `dse sweep` first")
         raise UserError(f"{study_dir}: no completed trials to show ({why})")
-    write_tables(table, study_dir)
+    try:
+        write_tables(table, study_dir)
+    except UserError as exc:  # (a read-only folder, an archived study: the answer is still shown)
+        typer.echo(f"warning: the tables are not written: {exc}", err=True)
     front = pareto_table(study, table)
     cols = ["trial", *(k.name for k in study.knobs), *objective_columns(study)[0]]
     if as_json:

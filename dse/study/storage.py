@@ -48,6 +48,30 @@ def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
     return JournalStorage(JournalFileBackend(str(path)))
 
 
+def _journal_snapshot(path: Path) -> optuna.storages.BaseStorage:
+    """The journal as it is now, for commands that only read it (dse results, dse report): a copy in a
+    temp file, removed with the storage. Why: optuna's file backend opens the journal for appending
+    and locks it with a link beside it, which a read-only folder (an archived study) refused."""
+    import shutil
+    import tempfile
+    import weakref
+
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the study journal ({exc.strerror or exc})") from None
+    _check_records(path, data[: data.rfind(b"\n") + 1])  # (a record cut short at the end is skipped)
+    folder = tempfile.mkdtemp(prefix="dse-journal-")
+    copy = Path(folder) / path.name
+    copy.write_bytes(data)
+    storage = JournalStorage(JournalFileBackend(str(copy)))
+    weakref.finalize(storage, shutil.rmtree, folder, ignore_errors=True)
+    return storage
+
+
 def _check_records(path: Path, data: bytes) -> None:
     """Every complete line of ``data`` (the journal's bytes; a last line without its newline is the
     record cut short, dropped above) must be a JSON object with an ``op_code``.
@@ -123,9 +147,10 @@ def open_storage(out: Path, url: str | None, *, read_only: bool = False) -> optu
         path = Path(url) if url else out / JOURNAL
         if read_only and not path.is_file():
             raise UserError(f"{path}: no such study journal (run `dse sweep` first, or pass its --storage)")
-        if not read_only:
-            check_writable(path)  # a file in the way or no permission: UserError
-            path.parent.mkdir(parents=True, exist_ok=True)
+        if read_only:
+            return _journal_snapshot(path)
+        check_writable(path)  # a file in the way or no permission: UserError
+        path.parent.mkdir(parents=True, exist_ok=True)
         return _journal_storage(path)
     assert url is not None
     if "://" not in url:  # (SQLAlchemy would say only that it cannot parse it)

@@ -126,3 +126,40 @@ def test_a_dash_is_not_a_file_name(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         with pytest.raises(UserError, match="standard output is /dev/stdout"):
             write("-")
     assert not (tmp_path / "-").exists()
+
+
+def test_a_full_disk_is_one_line_and_leaves_the_old_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC in the write (or the rename) had been a traceback; it names the file, as an unwritable
+    place does, and leaves neither temp files nor a half-written output."""
+    import errno
+
+    from costmodel.atomic import atomic_open
+
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    with pytest.raises(UserError, match=rf"^{out}: cannot write \(No space left on device\)$"), \
+            atomic_open(out) as fh:
+        fh.write("new")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    real = os.replace
+
+    def full(src, dst):
+        if Path(dst).name == "b.bin":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(UserError, match=r"b\.bin: cannot write \(No space left on device\)"):
+        atomic_write_all({tmp_path / "b.bin": b"x"})
+    with pytest.raises(OSError, match="Permission"), atomic_open(tmp_path / "c.txt") as fh:  # (others stay)
+        raise PermissionError(errno.EACCES, "Permission denied")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"] and out.read_text() == "old"
+
+
+def test_a_link_to_a_missing_folder_is_named(tmp_path: Path) -> None:
+    (tmp_path / "outdir").symlink_to(tmp_path / "gone")
+    for call in (lambda: check_writable(tmp_path / "outdir" / "x.json"),
+                 lambda: atomic_write_text(tmp_path / "outdir" / "sub" / "x.json", "{}")):
+        with pytest.raises(UserError, match=r"outdir is a link to .*gone, which does not exist"):
+            call()
+    assert not (tmp_path / "gone").exists()

@@ -80,9 +80,9 @@ def test_results_without_completed_trials(tmp_path: Path) -> None:
     for extra in ((), ("--json",)):
         err = _one_line(*dse("results", tmp_path / "out", *extra))
         assert "out: no completed trials to show (of its 2 trials 2 pruned; reasons are in" in err, err
-    from dse.study.runner import read_study
+    from dse.study.runner import open_study
 
-    read_study(tmp_path / "out", None)[1].ask()  # a trial left running, as by a killed sweep
+    open_study(tmp_path / "out")[1].ask()  # a trial left running, as by a killed sweep
     err = _one_line(*dse("results", tmp_path / "out"))
     assert "(of its 3 trials 2 pruned, 1 running; reasons are in `dse sweep`'s trials.csv; `dse sweep` again " \
            "resumes those that were running when it stopped)" in err, err

@@ -373,3 +373,40 @@ def test_names_are_shown_as_written(tmp_path: Path, map_doc: dict) -> None:
     assert r.exit_code == 0, r.output
     assert "Design report: net[/v2] $x$ on tiny" in (tmp_path / "d.html").read_text()
     assert "conv$$1[/]" in (tmp_path / "d_files" / "energy.svg").read_text()
+
+
+def test_a_read_only_study_folder_can_be_read(report: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An archived study (a read-only mount, simulated: every write into the folder fails as there):
+    `dse results` and `dse report` only read it. optuna's journal backend had opened the journal
+    for appending and locked it with a link beside it: a traceback, or "cannot write"."""
+    import builtins
+    import errno
+    import os
+    import shutil
+
+    from dse.report import write_report
+    from dse.study.results import trials_table
+    from dse.study.runner import read_study
+
+    folder = tmp_path / "archived"
+    shutil.copytree(report.parent.parent / "out", folder)
+    real_open, real_symlink = builtins.open, os.symlink
+
+    def read_only(path: object) -> None:
+        if str(path).startswith(str(folder)):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    def guarded_open(file, mode="r", *args, **kwargs):
+        if any(c in mode for c in "wax+"):
+            read_only(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    def guarded_symlink(src, dst, *args, **kwargs):
+        read_only(dst)
+        return real_symlink(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "symlink", guarded_symlink)
+    study, ost = read_study(folder)
+    assert len(trials_table(study, ost)) > 0
+    assert write_report(folder, tmp_path / "r.html").exists()
