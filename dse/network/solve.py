@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -71,8 +73,26 @@ def _pool(workers: int) -> ProcessPoolExecutor:
         _POOL[1].shutdown(wait=False, cancel_futures=True)
         _POOL = None
     if _POOL is None:
-        _POOL = (workers, ProcessPoolExecutor(max_workers=workers, mp_context=_context()))
+        _POOL = (workers, ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
+                                              initializer=_watch_parent, initargs=(os.getpid(),)))
     return _POOL[1]
+
+
+def _watch_parent(parent: int, every_s: float = 1.0) -> None:
+    """In each worker: exit once ``parent`` (the process that made the pool) is gone. Why: a `kill -9`
+    of `dse map --workers 2`, or the OOM killer, reaches the parent only, and its idle workers
+    (their parent is the forkserver) had stayed for good, some 400 MB each time."""
+    def watch() -> None:
+        while True:
+            time.sleep(every_s)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:  # (a pid taken again by another user's process: ours is gone)
+                os._exit(0)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
 def shutdown_pool() -> None:

@@ -59,3 +59,24 @@ def test_a_message_that_starts_with_the_layer_names_it_once(monkeypatch: pytest.
     with pytest.raises(UserError) as err:
         solve([search], load_architecture("tiny"), workers=1, progress=False)
     assert str(err.value) == f"layer {name} has no valid mapping on tiny"
+
+
+def test_a_worker_exits_when_the_process_that_made_its_pool_is_gone() -> None:
+    """`kill -9` of `dse map --workers 2` (or the OOM killer) reaches the parent only: its workers,
+    children of the forkserver, had stayed idle for good (about 400 MB each time)."""
+    import subprocess
+    import sys
+
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    code = f"import sys, time; from dse.network.solve import _watch_parent; _watch_parent({parent.pid}, 0.1); " \
+           "time.sleep(60); sys.exit(3)"
+    worker = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(1.0)
+        assert worker.poll() is None  # (the parent lives: the worker stays)
+        parent.kill()
+        parent.wait()
+        assert worker.wait(timeout=10) == 0
+    finally:
+        parent.kill()
+        worker.kill()
