@@ -13,14 +13,12 @@ import pytest
 
 from costmodel.arch import HWCONFIGS, HwConfig, architecture_from_dict, load_config_data
 from costmodel.errors import UserError
+from tests.schema_validator import validator_of
 
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.protocols.Validator:
-    schema = HwConfig.model_json_schema()
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    return cls(schema)
+    return validator_of(HwConfig)
 
 
 def _loads(data: Any) -> bool:

@@ -10,15 +10,13 @@ import yaml
 
 from costmodel.errors import UserError
 from dse.study.schema import StudySpec, load_study
+from tests.schema_validator import validator_of
 from tests.study.helpers import small_study
 
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.protocols.Validator:
-    schema = StudySpec.model_json_schema()
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    return cls(schema)
+    return validator_of(StudySpec)
 
 
 def _knob(name: str, spec: dict) -> dict:
