@@ -56,6 +56,10 @@ _DAMAGED = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 columns on open; SQLITE_ERROR is generic and says nothing about the file)."""
 
 
+def _is_damaged(exc: sqlite3.Error) -> bool:
+    return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _DAMAGED
+
+
 def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
 
@@ -143,7 +147,7 @@ class MappingDB:
                          f"delete it or pass another --db")
 
     def _error(self, exc: sqlite3.Error, doing: str) -> UserError:
-        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _DAMAGED:
+        if _is_damaged(exc):
             return self._damaged(exc)
         return UserError(f"{self.path}: cannot {doing} the mapping database ({exc})")
 
@@ -175,7 +179,7 @@ class MappingDB:
         """A damaged file is the user's to replace (UserError); anything else (a full disk, a lock
         held past the timeout) costs the cache only, with a warning: it had made a sweep's designs
         invalid (pruned for good) while the search itself was fine."""
-        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _DAMAGED:
+        if _is_damaged(exc):
             raise self._damaged(exc) from None
         warnings.warn(f"{self.path}: {what} ({exc})", UserWarning, stacklevel=3)
 

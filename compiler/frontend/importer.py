@@ -17,7 +17,7 @@ from compiler.frontend.optable import kind_of
 from compiler.frontend.reading import fix_input_dims, read_model, skeletonize_weights
 from compiler.frontend.vector_layers import build_host, build_layout, build_quant, build_vector
 from compiler.frontend.workload import Layer, Workload
-from costmodel.errors import FieldError, UserError
+from costmodel.errors import FieldError, UserError, placed
 
 _BUILDERS = {"mac": build_mac, "vector": build_vector, "layout": build_layout, "quant": build_quant,
              None: build_host}
@@ -83,8 +83,7 @@ def build_workload(graph: Graph, allow_unsupported: bool = False) -> Workload:
             warnings.warn(f"{exc}; imported as a zero-cost host layer", stacklevel=3)
             layers.extend(build_host(ctx, node))
         except UserError as exc:  # (a Problem's limits, e.g. 2**48 MACs, named neither the file nor the node)
-            text, where = str(exc), ctx.where(node)
-            raise UserError(text if text.startswith(where) else f"{where}: {text}") from None
+            raise placed(exc, ctx.where(node)) from None
     layers = fuse(ctx, layers, nodes)
     folded = _attach_constants(graph, layers, nodes)
     return Workload(

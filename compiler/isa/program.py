@@ -17,7 +17,7 @@ from typing import Any
 
 from compiler.isa.instructions import Finish, Instruction
 from compiler.isa.spec import ISA_VERSION
-from costmodel.errors import UserError
+from costmodel.errors import UserError, placed
 from costmodel.yamlio import short_repr
 
 DTYPES = ("int8", "uint8", "int16", "int32", "float32")
@@ -163,7 +163,7 @@ class IOTensor:
                        layout=_field(o, "layout", str, where), addr=_field(o, "addr", int, where),
                        scale=_field(o, "scale", (int, float), where), zero_point=_field(o, "zero_point", int, where))
         except UserError as exc:
-            raise UserError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+            raise placed(exc, where) from None
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ class ConstSegment:
                        offset=_nonneg(_field(o, "offset", int, where), "offset", where),
                        size=_nonneg(_field(o, "size", int, where), "size", where))
         except UserError as exc:
-            raise UserError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
+            raise placed(exc, where) from None
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from compiler.isa.program import (
     memmap_problem,
 )
 from compiler.isa.spec import BY_MNEMONIC, FORMATS, FP32_REGS, ISA_VERSION, TOKEN_NAMES, Field
-from costmodel.errors import UserError
+from costmodel.errors import UserError, placed
 
 CONST_BYTES_PER_LINE = 32
 _HEX_FIELDS = frozenset({"dram_addr"})
@@ -195,8 +195,7 @@ def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) 
             if lines is not None:
                 lines.append(lineno)
         except UserError as exc:
-            msg = str(exc)
-            raise UserError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+            raise placed(exc, where) from None
     program.constants = bytes(const)
     for seg, lineno in zip(program.const_segments, segment_lines, strict=True):
         if why := seg.outside(len(const)):  # (named by its line: .const lines may follow it)

@@ -67,7 +67,7 @@ def _print_tables(result: dict[str, Any], hw: str, layer: str, loop_nest: str) -
         en.add_row(name, f"{v:.4g}", f"{v / macs:.4g}", f"{v / result['energy_pj']:.1%}")
     con.print(en)
     con.print("loop nest", style="bold")
-    con.print(loop_nest, markup=False, highlight=False)
+    con.print(loop_nest, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -185,7 +185,7 @@ def _print_best(r: Any, arch: Any, problem: Any) -> None:
     con = Console(markup=False)
     con.print("mapping (YAML, for `dse evaluate --mapping`)", style="bold")
     con.print(yaml.safe_dump(r.mapping.to_dict(arch), sort_keys=False, default_flow_style=None).rstrip(),
-              markup=False, highlight=False)
+              highlight=False)
     how = "from the mapping database" if r.from_db else \
         f"{r.mappings_evaluated:,} mapping{'' if r.mappings_evaluated == 1 else 's'} evaluated in {r.search_seconds:.2f} s"
     con.print(f"search: {how}", markup=False, highlight=False)

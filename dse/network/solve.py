@@ -87,9 +87,7 @@ def _watch_parent(parent: int, every_s: float = 1.0) -> None:
             time.sleep(every_s)
             try:
                 os.kill(parent, 0)
-            except ProcessLookupError:
-                os._exit(0)
-            except PermissionError:  # (a pid taken again by another user's process: ours is gone)
+            except (ProcessLookupError, PermissionError):  # (Permission: the pid is another user's now)
                 os._exit(0)
 
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()

@@ -315,18 +315,6 @@ def changed_input(study: Study, out: Path) -> tuple | None:
     return next((at for at, v in input_digests(study) if held.get(format_path(at), v) != v), None)
 
 
-def _first_strict(study: Study) -> tuple | None:
-    """Where the study's first ``<`` or ``>`` constraint is, or None."""
-    spec = study.spec
-    for c in study.constraints:
-        if c.op in ("<", ">"):
-            if c.workload is None:
-                return ("constraints", spec.constraints.index(c.text))
-            i = next(i for i, w in enumerate(spec.workloads) if w.name == c.workload)
-            return ("workloads", i, "constraints", spec.workloads[i].constraints.index(c.text))
-    return None
-
-
 def _check_same_study(study: Study, out: Path) -> None:
     """A folder that holds another study's trials is refused, at the first field that differs, or the
     first input file whose content did (an edited hardware template had mixed two designs' results
@@ -339,8 +327,9 @@ def _check_same_study(study: Study, out: Path) -> None:
     if diff is not None:
         raise study.lines.error(diff, f"differs from the study whose trials {out} holds ({copy}); use "
                                 "another output folder, or delete that one to start over")
-    if not (out / INPUTS_NOTE).exists() and (at := _first_strict(study)) is not None:  # (a folder from before it)
-        raise study.lines.error(at, f"the trials in {out} were judged before a strict comparison (< or >) failed "
+    strict = next((c.at for c in study.constraints if c.op in ("<", ">")), None)
+    if strict is not None and not (out / INPUTS_NOTE).exists():  # (a folder from before the note)
+        raise study.lines.error(strict, f"the trials in {out} were judged before a strict comparison (< or >) failed "
                                 "when both sides are equal (6 December 2026): resume in another output folder, so "
                                 "that one Pareto set is not judged by two rules")
     if (at := changed_input(study, out)) is not None:

@@ -140,6 +140,8 @@ class ConstraintDef:
     op: str
     rhs: Expr
     workload: str | None = None
+    at: PathKey = ()
+    """Where the study file gives it (``constraints[1]``, ``workloads[0].constraints[0]``)."""
 
     @property
     def key(self) -> str:
@@ -372,7 +374,7 @@ def _constraint(text: str, names: set[str], lines: LineMap, at: tuple, workload:
     if unknown:
         raise lines.error(at, f"unknown name(s) {', '.join(unknown)} in {text!r} (metrics, knobs"
                           f"{' and fps' if workload else ''} are allowed; see docs/studies.md)")
-    return ConstraintDef(text, lhs, op, rhs, workload)
+    return ConstraintDef(text, lhs, op, rhs, workload, tuple(at))
 
 
 def _check_workload(study_dir: Path, w: WorkloadSpec, lines: LineMap, at: tuple) -> None:

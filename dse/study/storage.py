@@ -31,9 +31,9 @@ def _journal_storage(path: Path) -> optuna.storages.BaseStorage:
     from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
     path = path.absolute()
-    lock = Path(f"{path}{LOCK_SUFFIX}")
-    if path.exists() and lock.is_symlink() and not lock.exists():  # such a link, left by a version before this
-        lock.unlink(missing_ok=True)  # one: it never resolves, so optuna would spin on it for ever
+    link = Path(f"{path}{LOCK_SUFFIX}")
+    if path.exists() and link.is_symlink() and not link.exists():  # such a link, left by a version before this
+        link.unlink(missing_ok=True)  # one: it never resolves, so optuna would spin on it for ever
     if path.exists() and path.stat().st_size:
         lock = JournalFileSymlinkLock(str(path))
         lock.acquire()
