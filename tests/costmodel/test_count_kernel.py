@@ -155,3 +155,11 @@ def test_merged_row_equals_its_definition_by_sets(case):
     row = np.full(2 * span + 1, -1, np.int64)
     assert count_kernel._merged_row(key, len(coefs), coefs, span, row) == len(u)
     assert np.array_equal(row, want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 60), st.integers(1, 40), st.integers(1, 60))
+def test_progression_sum_size_counts_the_sums(n0, w0, n1, w1):
+    """The closed form the kernel takes for a one-level merge at the MACs against the set of sums."""
+    want = len({x * w0 + y * w1 for x in range(n0) for y in range(n1)})
+    assert count_kernel.progression_sum_size(n0, w0, n1, w1) == want
