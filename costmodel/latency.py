@@ -123,10 +123,19 @@ def scalesim_cycles(gemm: GemmView, rows: int, cols: int, dataflow: str) -> int:
     return gemm.batch * folds * (t + int(fold_overhead(dataflow, rows, cols)))
 
 
-def _stationary(problem: Problem, dataflow: str) -> np.ndarray:
-    """[D] (bool): the dims indexing the stationary tensor of ``dataflow``."""
+def _active(problem: Problem) -> np.ndarray:
+    """The indices of the problem's dims of size > 1: the only ones whose loops a valid mapping
+    can give a factor above 1, so the kernels loop over these alone."""
+    return np.array([i for i, d in enumerate(problem.dim_names) if problem.sizes[d] > 1], np.int64)
+
+
+def _stream_dims(problem: Problem, dataflow: str) -> tuple[np.ndarray, np.ndarray]:
+    """The active dims (see :func:`_active`) that index the stationary tensor of ``dataflow``, and
+    those that do not."""
     used = problem.tensor(STATIONARY[dataflow]).dims()
-    return np.array([d in used for d in problem.dim_names])
+    act = _active(problem)
+    st = np.array([problem.dim_names[i] in used for i in act], bool)
+    return act[st], act[~st]
 
 
 def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.ndarray:
@@ -138,7 +147,7 @@ def stream_length(problem: Problem, batch: MappingBatch, dataflow: str) -> np.nd
     over the loops, no sort."""
     out = np.empty(len(batch), np.int64)
     latency_kernel.stream_lengths(batch_inner(batch.temporal), batch_inner(batch.order),
-                                  _stationary(problem, dataflow), out)
+                                  *_stream_dims(problem, dataflow), out)
     return out
 
 
@@ -150,7 +159,7 @@ def systolic_cycles(problem: Problem, arch: Architecture, batch: MappingBatch, t
     out = np.empty(len(batch), np.int64)
     at = latency_kernel.compute_cycles(batch_inner(batch.temporal), batch_inner(batch.order),
                                        np.asarray(temporal_steps, np.int64), _mode(mode),
-                                       _stationary(problem, sys_.dataflow), sys_.rows,
+                                       *_stream_dims(problem, sys_.dataflow), sys_.rows,
                                        int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols)), out)
     if at >= 0:
         raise _too_long(arch, at, len(batch))
@@ -223,10 +232,11 @@ class LatencyPlan:
         self.is_out = np.array([t.is_output for t in problem.tensors])
         self.copies_mask = copies_mask(problem, arch)
         sys_ = arch.systolic
-        self.stationary = np.zeros(len(problem.dim_names), bool)
+        self.active = _active(problem)
+        self.st_dims = self.free_dims = np.zeros(0, np.int64)
         self.rows = self.over = 0
         if sys_ is not None:
-            self.stationary = _stationary(problem, sys_.dataflow)
+            self.st_dims, self.free_dims = _stream_dims(problem, sys_.dataflow)
             self.rows, self.over = sys_.rows, int(fold_overhead(sys_.dataflow, sys_.rows, sys_.cols))
         self.vec, self.vec_total = vector_constants(problem, arch)
 
@@ -260,8 +270,8 @@ class LatencyStage:
         mapping = (batch.temporal, batch.spatial_x, batch.spatial_y, batch.order, batch.keep)
         self._inputs = (*(batch_inner(a) for a in mapping), *counts, np.asarray(acc.temporal_steps, dtype=np.int64),
                         plan.read_bw, plan.write_bw, plan.db, plan.staged, plan.fan, plan.holds, plan.is_out,
-                        plan.copies_mask, mode, plan.stationary, plan.rows, plan.over, plan.vec, plan.vec_total,
-                        overlap)
+                        plan.copies_mask, mode, plan.st_dims, plan.free_dims, plan.active, plan.rows, plan.over,
+                        plan.vec, plan.vec_total, overlap)
         self._outputs = (compute, traffic, total, fill, drain, vector)
         self._arch = arch
         self.lat = Latency(compute=compute, traffic=traffic.transpose(2, 1, 0), total=total, fill=fill,

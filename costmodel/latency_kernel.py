@@ -32,31 +32,31 @@ pipeline's float terms round to a relative 1e-16; no mapper's choice turns on th
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _stream_lengths(tem, rank, b0, nb, stationary, block, out):
+def _stream_lengths(tem, rank, b0, nb, st_dims, free_dims, block, out):
     """Into ``out[:nb]``: ``T`` of mappings b0.. (costmodel.latency.stream_length): the product of
     the loops inner to the innermost loop of factor > 1 over a stationary dim (nest position
-    ``level * D + rank``); ``block`` is scratch."""
+    ``level * D + rank``); ``block`` is scratch. ``st_dims`` / ``free_dims``: the problem's dims
+    of size > 1 that index the stationary tensor / do not (a size-1 dim's loops have factor 1 in
+    a valid mapping: they neither end a run nor lengthen it)."""
     n_lv, n_d = tem.shape[0], tem.shape[1]
     ub, unb = np.uint64(b0), np.uint64(nb)
     for j in range(unb):
         block[j] = -1
         out[j] = 1
     for m in range(n_lv):
-        for d in range(n_d):
-            if stationary[d]:
-                for j in range(unb):
-                    pos = m * n_d + rank[m, d, ub + j]
-                    block[j] = max(block[j], pos if tem[m, d, ub + j] > 1 else -1)
+        for d in st_dims:
+            for j in range(unb):
+                pos = m * n_d + rank[m, d, ub + j]
+                block[j] = max(block[j], pos if tem[m, d, ub + j] > 1 else -1)
     for m in range(n_lv):
-        for d in range(n_d):
-            if not stationary[d]:
-                for j in range(unb):
-                    inner = m * n_d + rank[m, d, ub + j] > block[j]
-                    out[j] *= tem[m, d, ub + j] if inner else 1
+        for d in free_dims:
+            for j in range(unb):
+                inner = m * n_d + rank[m, d, ub + j] > block[j]
+                out[j] *= tem[m, d, ub + j] if inner else 1
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out, big):
+def _compute(tem, rank, steps, b0, nb, mode, st_dims, free_dims, rows, over, block, out, big):
     """Into ``out[:nb]``: compute cycles of mappings b0..: their temporal steps, or the systolic
     fold model; ``big[j]`` set where they would pass :data:`LIMIT` (the value is then not used)."""
     ub, unb = np.uint64(b0), np.uint64(nb)
@@ -64,7 +64,7 @@ def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out,
         for j in range(unb):
             out[j] = steps[ub + j]
         return
-    _stream_lengths(tem, rank, b0, nb, stationary, block, out)
+    _stream_lengths(tem, rank, b0, nb, st_dims, free_dims, block, out)
     for j in range(unb):
         t, s = out[j], steps[ub + j]
         folds = s // t
@@ -75,23 +75,23 @@ def _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out,
 
 
 @njit(cache=True, error_model="numpy")
-def stream_lengths(tem, rank, stationary, out):
+def stream_lengths(tem, rank, st_dims, free_dims, out):
     """Into ``out`` [B]: each mapping's stream length ``T``."""
     block = np.empty(BLOCK, np.int64)
     for b0 in range(0, tem.shape[2], BLOCK):
         nb = min(BLOCK, tem.shape[2] - b0)
-        _stream_lengths(tem, rank, b0, nb, stationary, block, out[b0:b0 + nb])
+        _stream_lengths(tem, rank, b0, nb, st_dims, free_dims, block, out[b0:b0 + nb])
 
 
 @njit(cache=True, error_model="numpy")
-def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
+def compute_cycles(tem, rank, steps, mode, st_dims, free_dims, rows, over, out):
     """Into ``out`` [B]: each mapping's compute cycles. Returns the first mapping whose cycles
     pass :data:`LIMIT` (not valid in ``out``), or -1."""
     block = np.empty(BLOCK, np.int64)
     big = np.zeros(BLOCK, np.bool_)
     for b0 in range(0, tem.shape[2], BLOCK):
         nb = min(BLOCK, tem.shape[2] - b0)
-        _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, block, out[b0:b0 + nb], big)
+        _compute(tem, rank, steps, b0, nb, mode, st_dims, free_dims, rows, over, block, out[b0:b0 + nb], big)
         at = _first(big, nb)
         if at >= 0:
             return b0 + at
@@ -101,15 +101,18 @@ def compute_cycles(tem, rank, steps, mode, stationary, rows, over, out):
 @njit(cache=True, error_model="numpy")
 def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
             read_bw, write_bw, db, staged, fan, holds, is_out, copies_mask,
-            mode, stationary, rows, over, vec, vec_total, overlap, lo, hi,
+            mode, st_dims, free_dims, active, rows, over, vec, vec_total, overlap, lo, hi,
             compute, traffic, total, fill, drain, vector):
     """Cycles of mappings lo..hi-1 (inputs [L, D, B] and [L, T, B], counts [L, T, B]: the batch
     innermost, so that the loops over a block vectorize when these are C-contiguous; ``traffic``
     [2, L, B]). ``staged`` [L] marks the staged levels, ``fan`` [L] those with a fan-out (the
     others' spatial factors are 1 in a valid mapping and are not read), ``holds`` [L, T] which
     tensors a level holds, ``copies_mask`` [L, T, D] the dims whose spatial factors give distinct
-    tiles below a level (none where its fan-out is 1); ``vec`` = (lanes, level, output tensor, elements,
-    passes per element), lanes 0 without a vector unit, whose total cycles are ``vec_total``.
+    tiles below a level (none where its fan-out is 1); ``active`` the dims of size > 1 (the
+    others' factors are all 1 in a valid mapping); ``st_dims`` / ``free_dims`` those of them that
+    index the stationary tensor of a systolic config / do not; ``vec`` = (lanes, level, output
+    tensor, elements, passes per element), lanes 0 without a vector unit, whose total cycles are
+    ``vec_total``.
     Returns the first mapping one of whose terms passes :data:`LIMIT` (its cycles and those after
     it are not computed), or -1."""
     n_lv, n_d, _ = tem.shape
@@ -141,14 +144,14 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
         # the loops over the block read contiguous vectors instead of gathering
         for j in range(unb):
             big[j] = False
-        _compute(tem, rank, steps, b0, nb, mode, stationary, rows, over, scratch, comp, big)
+        _compute(tem, rank, steps, b0, nb, mode, st_dims, free_dims, rows, over, scratch, comp, big)
         # copies of each level in use: the spatial factors of the levels above it
         for m in range(1, n_lv):
             for j in range(unb):
                 busy[m, j] = busy[m - 1, j]
             if not fan[m - 1]:  # spatial factors of 1 only (a valid mapping)
                 continue
-            for d in range(n_d):
+            for d in active:
                 for j in range(unb):
                     busy[m, j] *= spx[m - 1, d, ub + j] * spy[m - 1, d, ub + j]
         # each level's read and write cycles: words / (busy copies * bandwidth), ports in parallel
@@ -172,7 +175,7 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
         for j in range(unb):
             tiles[j] = 1
         for m in range(s0 if s0 < n_lv else 0):
-            for d in range(n_d):
+            for d in active:
                 for j in range(unb):
                     tiles[j] *= tem[m, d, ub + j]
         for j in range(unb):
