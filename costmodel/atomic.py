@@ -181,11 +181,26 @@ _FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.ERO
 """Errors of a write that the place, not the program, causes: a full disk, a quota, a read-only mount."""
 
 
+def place_error(exc: BaseException) -> OSError | None:
+    """The write error in ``exc`` or the exceptions it was raised from that the place caused (see
+    ``_FULL``), or None. Why the chain: a library may raise its own error while handling one (optuna
+    answers a journal write that failed for want of space with ``AssertionError: Should not reach``)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, OSError) and at.errno in _FULL:
+            return at
+        at = at.__cause__ or at.__context__
+    return None
+
+
 def _raise_if_full(exc: BaseException, path: Path) -> None:
     """A write that failed for want of space (or a read-only mount) is one line naming the file, as
     a folder that cannot be written is; it had been a traceback once the temp file was open."""
-    if isinstance(exc, OSError) and exc.errno in _FULL:
-        raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    err = place_error(exc)
+    if err is not None:
+        raise UserError(f"{path}: cannot write ({err.strerror or err})") from None
 
 
 def atomic_write_all(files: dict[Path, bytes]) -> None:

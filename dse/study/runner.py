@@ -37,7 +37,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from costmodel.atomic import atomic_write_text
+from costmodel.atomic import atomic_write_text, place_error
 from costmodel.errors import UserError
 from costmodel.problem import as_int
 from costmodel.yamlio import format_path
@@ -247,12 +247,27 @@ def _worker(out: str, url: str | None, n_trials: int, target: int, watch_parent:
                          callbacks=[orphaned, _Enough(target)])
     except Interrupted:
         pass
-    except StaleHistory as exc:
+    except Exception as exc:
+        stop = exc if isinstance(exc, StaleHistory) else _out_of_room(exc, Path(out))
+        if stop is None:
+            raise
         if not watch_parent:  # a Dask task: the error goes back to the client (SystemExit would kill
-            raise  # the Dask worker and the other tasks it runs)
-        print(f"error: {exc}", file=sys.stderr)  # a spawned process: one line, no traceback
+            raise stop from None  # the Dask worker and the other tasks it runs)
+        print(f"error: {stop}", file=sys.stderr)  # a spawned process: one line, no traceback
         raise SystemExit(2) from None
     return len(mine)
+
+
+def _out_of_room(exc: BaseException, out_dir: Path) -> UserError | None:
+    """A sweep's write that failed for want of space (or on a read-only mount) as one line, or None
+    for any other error. Why: optuna answers a journal write that fails so with its own
+    ``AssertionError: Should not reach`` and a traceback; the trials finished before it are in the
+    journal, and the same command resumes once there is room."""
+    err = place_error(exc)
+    if err is None:
+        return None
+    return UserError(f"{err.filename or out_dir / JOURNAL}: cannot write ({err.strerror or err}); the trials that "
+                     "finished are kept: make room and run the same command to resume")
 
 
 @dataclass
@@ -407,6 +422,11 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
                              callbacks=[*([bar.update] if bar else []), _Enough(target)])
             else:
                 _run_processes(out_dir, storage, left, target, workers, bar, ost)
+        except Exception as exc:
+            stop = _out_of_room(exc, out_dir)
+            if stop is None:
+                raise
+            raise stop from None
         finally:
             if bar:
                 bar.close()

@@ -298,3 +298,38 @@ def test_a_damaged_journal_line_is_refused_before_anything_is_written(tmp_path: 
         assert dse("sweep", path, "--no-progress")[0] == 0
         trials = open_study(tmp_path / "out")[1].get_trials()
         assert [t.state.name for t in trials] == ["COMPLETE"] * 3
+
+
+def test_a_full_disk_stops_the_sweep_in_one_line_and_the_same_command_resumes(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The journal's disk fills up after a few trials. optuna answered with its own
+    ``AssertionError: Should not reach`` and a traceback; now ``dse sweep`` says what failed in one
+    line (exit 2). Once there is room, the same command runs the study to the end and keeps every
+    trial that had finished."""
+    import errno
+
+    from optuna.storages.journal import JournalFileBackend
+
+    from tests.study.helpers import dse
+
+    path = small_study(tmp_path, sampler="random", trials=8)
+    append, calls = JournalFileBackend.append_logs, []
+
+    def full_after_20(self: JournalFileBackend, logs: list) -> None:
+        calls.append(1)
+        if len(calls) > 20:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        append(self, logs)
+
+    monkeypatch.setattr(JournalFileBackend, "append_logs", full_after_20)
+    code, err = dse("sweep", path, "--no-progress")
+    out = tmp_path / "out"
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{out / 'study.journal'}: cannot write (No space left on device)" in err and "resume" in err, err
+    monkeypatch.setattr(JournalFileBackend, "append_logs", append)
+    before = [t for t in _states(out) if t.state.name == "COMPLETE"]
+    assert 0 < len(before) < 8
+    code, err = dse("sweep", path, "--no-progress")
+    after = [t for t in _states(out) if t.state.name == "COMPLETE"]
+    assert code == 0 and len(after) == 8, err
+    assert _signature(before) == _signature(after[:len(before)])
