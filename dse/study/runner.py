@@ -248,7 +248,7 @@ def _worker(out: str, url: str | None, n_trials: int, target: int, watch_parent:
     except Interrupted:
         pass
     except Exception as exc:
-        stop = exc if isinstance(exc, StaleHistory) else _out_of_room(exc, Path(out))
+        stop = exc if isinstance(exc, StaleHistory) else _out_of_room(exc, Path(out), url)
         if stop is None:
             raise
         if not watch_parent:  # a Dask task: the error goes back to the client (SystemExit would kill
@@ -258,16 +258,18 @@ def _worker(out: str, url: str | None, n_trials: int, target: int, watch_parent:
     return len(mine)
 
 
-def _out_of_room(exc: BaseException, out_dir: Path) -> UserError | None:
-    """A sweep's write that failed for want of space (or on a read-only mount) as one line, or None
-    for any other error. Why: optuna answers a journal write that fails so with its own
-    ``AssertionError: Should not reach`` and a traceback; the trials finished before it are in the
-    journal, and the same command resumes once there is room."""
+def _out_of_room(exc: BaseException, out_dir: Path, url: str | None) -> UserError | None:
+    """A sweep's write that failed for want of space (or on a read-only mount) as one line naming the
+    file (the storage's, when the error does not say), or None for any other error. Why: optuna
+    answers a journal write that fails so with its own ``AssertionError: Should not reach`` and a
+    traceback; the trials finished before it are in the storage, and the same command resumes once
+    there is room."""
     err = place_error(exc)
     if err is None:
         return None
-    return UserError(f"{err.filename or out_dir / JOURNAL}: cannot write ({err.strerror or err}); the trials that "
-                     "finished are kept: make room and run the same command to resume")
+    return UserError(f"{err.filename or storage_file(out_dir, url) or out_dir}: cannot write "
+                     f"({err.strerror or err}); the trials that finished are kept: make room and run the same "
+                     "command to resume")
 
 
 @dataclass
@@ -423,7 +425,7 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
             else:
                 _run_processes(out_dir, storage, left, target, workers, bar, ost)
         except Exception as exc:
-            stop = _out_of_room(exc, out_dir)
+            stop = _out_of_room(exc, out_dir, storage)
             if stop is None:
                 raise
             raise stop from None
