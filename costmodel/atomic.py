@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from costmodel.errors import UserError
+from costmodel.errors import UserError, causes
 
 
 def _umask() -> int:
@@ -185,14 +185,7 @@ def place_error(exc: BaseException) -> OSError | None:
     """The write error in ``exc`` or the exceptions it was raised from that the place caused (see
     ``_FULL``), or None. Why the chain: a library may raise its own error while handling one (optuna
     answers a journal write that failed for want of space with ``AssertionError: Should not reach``)."""
-    seen: set[int] = set()
-    at: BaseException | None = exc
-    while at is not None and id(at) not in seen:
-        seen.add(id(at))
-        if isinstance(at, OSError) and at.errno in _FULL:
-            return at
-        at = at.__cause__ or at.__context__
-    return None
+    return next((e for e in causes(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
 
 
 def _raise_if_full(exc: BaseException, path: Path) -> None:

@@ -4,9 +4,24 @@ The CLI turns it into one line on stderr and exit status 2; anything else is a b
 traceback.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+
 
 class UserError(Exception):
     """A mistake in the user's input; the message says what, where, and what was expected."""
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then each exception it was raised from or while handling, in turn (each once). Why:
+    libraries wrap the error that matters in their own (torch.export a Ctrl-C, optuna a full disk)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        yield at
+        at = at.__cause__ or at.__context__
 
 
 def placed(exc: UserError, where: str) -> UserError:

@@ -60,6 +60,7 @@ from costmodel.mapping import batch_inner
 from costmodel.pipeline import copies_mask, staged_levels, vector_constants
 from costmodel.plans import plan_for
 from costmodel.problem import Problem
+from costmodel.tiles import shape_of
 
 if TYPE_CHECKING:
     from costmodel.analysis import Accesses
@@ -124,9 +125,9 @@ def scalesim_cycles(gemm: GemmView, rows: int, cols: int, dataflow: str) -> int:
 
 
 def _active(problem: Problem) -> np.ndarray:
-    """The indices of the problem's dims of size > 1: the only ones whose loops a valid mapping
-    can give a factor above 1, so the kernels loop over these alone."""
-    return np.array([i for i, d in enumerate(problem.dim_names) if problem.sizes[d] > 1], np.int64)
+    """The indices of the problem's dims of size > 1 (those the access counts take too): the only
+    ones whose loops a valid mapping can give a factor above 1, so the kernels loop over these alone."""
+    return np.array(shape_of(problem).active, np.int64)
 
 
 def _stream_dims(problem: Problem, dataflow: str) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from costmodel.atomic import atomic_write_bytes, check_writable
-from costmodel.errors import UserError
+from costmodel.errors import UserError, causes
 
 MIN_DYNAMO_OPSET = 18
 
@@ -54,7 +54,9 @@ def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo:
                         torch.onnx.export(module, example_inputs, str(tmp), dynamo=False, opset_version=opset,
                                           do_constant_folding=True, input_names=input_names)
             except Exception as exc:
-                if _interrupted(exc):  # Ctrl-C or `kill` (SIGTERM) while torch.export ran: not its failure
+                # Ctrl-C or `kill` (SIGTERM) while torch.export ran, wrapped in torch's own error: not
+                # the exporter's failure
+                if any(isinstance(e, KeyboardInterrupt) for e in causes(exc)):
                     raise KeyboardInterrupt from exc
                 which = "dynamo" if dynamo else "TorchScript"
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -64,19 +66,6 @@ def export_onnx(module: Any, example_inputs: tuple, path: str | Path, *, dynamo:
     finally:
         module.train(was_training)
     return path
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is among the causes of ``exc``: torch.export wraps the one Ctrl-C or
-    the CLI's SIGTERM handler raises in its own error, which had read as the exporter's failure."""
-    seen: set[int] = set()
-    at: BaseException | None = exc
-    while at is not None and id(at) not in seen:
-        if isinstance(at, KeyboardInterrupt):
-            return True
-        seen.add(id(at))
-        at = at.__cause__ or at.__context__
-    return False
 
 
 STACK_TRACE = "pkg.torch.onnx.stack_trace"

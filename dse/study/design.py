@@ -110,10 +110,9 @@ def map_problems(problems: list[tuple[str, Problem]], arch: Architecture, study:
     counts: dict[Problem, list[str]] = {}
     for name, p in problems:
         counts.setdefault(p, []).append(name)
-    out = []
+    out, db = [], _mapping_db(study)
     for p, names in counts.items():
-        r = best_mapping(p, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, db=_mapping_db(study),
-                         **_budget(study))
+        r = best_mapping(p, arch, objective=m.objective, mapper=m.mapper, seed=m.seed, db=db, **_budget(study))
         out.append(layer_result(names[0], r.metrics, arch, len(names), r.mappings_evaluated,
                                 r.mapping.to_dict(arch)))
     return out
