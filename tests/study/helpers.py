@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 import yaml
 
+REPO = Path(__file__).resolve().parents[2]
+
 # Two small layers: 16x32x24 matmul (12,288 MACs) and a 3x3 conv 8->16 on 8x8 (6x6 out: 41,472 MACs).
 LAYERS = [{"kind": "matmul", "m": 16, "k": 32, "n": 24},
           {"kind": "conv2d", "c_in": 8, "c_out": 16, "h": 8, "w": 8, "kernel": 3}]
@@ -60,23 +62,37 @@ def dse(*args: str | Path) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-def study_app(pace: float = 0.0) -> typer.Typer:
-    """The study commands as a CLI app. ``pace`` > 0 makes every trial wait that many seconds before
-    it runs (results unchanged): the kill tests then find a trial RUNNING however fast trials get."""
+def pace_trials(pace: float) -> None:
+    """Make every trial of this process wait ``pace`` seconds before it runs (results unchanged): the
+    kill tests then find a trial RUNNING however fast trials get (a revisited design takes a
+    millisecond, and a whole random sweep could otherwise end between two reads of the journal)."""
+    import time
+
+    from dse.study import runner
+
+    call = runner.Objective.__call__
+
+    def paced(self: runner.Objective, trial: object) -> list[float]:
+        time.sleep(pace)
+        return call(self, trial)
+
+    runner.Objective.__call__ = paced
+
+
+def paced_env(tmp: Path, pace: float) -> dict[str, str]:
+    """An environment whose Python processes, the spawned sweep workers too, pace their trials (see
+    ``pace_trials``): a ``sitecustomize`` on PYTHONPATH, which every interpreter imports at start."""
+    import os
+
+    folder = tmp / "paced"
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(f"from tests.study.helpers import pace_trials\npace_trials({pace!r})\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(REPO)])}
+
+
+def study_app() -> typer.Typer:
+    """The study commands as a CLI app."""
     from dse.cli import study_cmd
-
-    if pace > 0:
-        import time
-
-        from dse.study import runner
-
-        call = runner.Objective.__call__
-
-        def paced(self: runner.Objective, trial: object) -> list[float]:
-            time.sleep(pace)
-            return call(self, trial)
-
-        runner.Objective.__call__ = paced
 
     app = typer.Typer(pretty_exceptions_enable=False)
     study_cmd.register(app)

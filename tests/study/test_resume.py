@@ -15,9 +15,8 @@ import optuna
 import pytest
 
 from dse.study.runner import open_study, run_study
-from tests.study.helpers import small_study
+from tests.study.helpers import REPO, paced_env, small_study
 
-REPO = Path(__file__).resolve().parents[2]
 N = 14  # TPE: 10 random start-up trials, then 4 that depend on the history
 
 
@@ -40,10 +39,8 @@ def _kill_mid_trial(path: Path, out: Path, sig: signal.Signals) -> int | None:
     finished. Returns the exit status, or None when the signal missed a trial. Each trial is paced
     to last at least 0.3 s (a revisited design otherwise takes a millisecond, and a whole random
     sweep of the 12-point grid could end between two reads of the journal: CI saw it once)."""
-    code = ("import sys; from tests.study.helpers import study_app; "
-            "study_app(pace=0.3)(['sweep', sys.argv[1], '--no-progress'])")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
+    code = "import sys; from tests.study.helpers import study_app; study_app()(['sweep', sys.argv[1], '--no-progress'])"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=paced_env(path.parent, 0.3),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     sent = False
@@ -107,11 +104,12 @@ def _alive(pid: int) -> bool:
 
 
 def _two_worker_sweep(path: Path, stderr: int) -> subprocess.Popen:
-    """`dse sweep PATH --workers 2` in a subprocess, with two workers on any machine."""
+    """`dse sweep PATH --workers 2` in a subprocess, with two workers on any machine, each trial paced
+    to 0.3 s (CI once saw 38 of 40 unpaced trials finish between two reads of the journal)."""
     code = ("import sys; from dse.network import solve; solve.default_workers = lambda: 2; "
             "from tests.study.helpers import study_app; "
             "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
-    return subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+    return subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=paced_env(path.parent, 0.3),
                             stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
 
