@@ -164,3 +164,27 @@ def test_a_folder_named_like_a_zoo_model_does_not_hide_it(tmp_path, monkeypatch)
     (tmp_path / "other").mkdir()
     with pytest.raises(UserError, match="other: a folder, not an ONNX file"):
         api.load_workload("other")
+
+
+@pytest.mark.parametrize("args", [
+    ("sweep", ""),
+    ("sweep", "STUDY", "-o", ""),
+    ("results", " "),
+    ("report", "STUDY", "--output="),
+    ("compile", "keyword_spotting", "--hw", "tpu_like", "-o", ""),
+    ("evaluate", "--hw", "tiny", "--layer", "", "--mapping", "m.yaml"),
+    ("map", "keyword_spotting", "--hw", "tiny", "--db", ""),
+    ("disasm", ""),
+    ("zoo", "export", "keyword_spotting", "-o", ""),
+])
+def test_an_empty_path_parameter_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple) -> None:
+    """Every path parameter: "" would be read as the current folder (a sweep wrote its files there,
+    `dse compile -o ""` failed with a traceback). Exit 2, the parameter named, nothing written."""
+    from tests.study.helpers import dse, small_study
+
+    study = small_study(tmp_path, trials=1)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.iterdir())
+    code, err = dse(*(str(study) if a == "STUDY" else a for a in args))
+    assert code == 2 and "empty; expected a path" in err and "Traceback" not in err, err
+    assert sorted(tmp_path.iterdir()) == before

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from costmodel.atomic import atomic_write_text, refuse_overwriting
+from dse.cli.params import path_argument, path_option
 
 if TYPE_CHECKING:
     from compiler.isa.program import Program
 
 
 def disasm(
-    binary: Annotated[Path, typer.Argument(metavar="BINARY", help="An .axb binary.")],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the text here, not stdout.")] = None,
+    binary: Annotated[Path, path_argument(metavar="BINARY", help="An .axb binary.")],
+    output: Annotated[Path | None, path_option("-o", "--output", help="Write the text here, not stdout.")] = None,
     no_const: Annotated[bool, typer.Option("--no-const", help="Omit the constant bytes (text no longer "
                                                                  "reassembles).")] = False,
 ) -> None:
@@ -38,8 +39,8 @@ def disasm(
 
 
 def asm(
-    source: Annotated[Path, typer.Argument(metavar="SOURCE", help="Assembler text (the format `dse disasm` prints).")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="The .axb binary to write.")],
+    source: Annotated[Path, path_argument(metavar="SOURCE", help="Assembler text (the format `dse disasm` prints).")],
+    output: Annotated[Path, path_option("-o", "--output", help="The .axb binary to write.")],
     hw: Annotated[str | None, typer.Option("--hw", help="Config (YAML path or name): embed its fingerprint, and "
                                            "refuse what the simulator would refuse on it.")] = None,
 ) -> None:

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from dse.cli.params import path_option
+
 
 def _si(x: float, unit: str) -> str:
     """3 significant digits with an SI prefix (``1.23 uJ``)."""
@@ -76,8 +78,8 @@ def register(app: typer.Typer) -> None:
     @app.command("evaluate")
     def evaluate(
         hw: Annotated[str, typer.Option("--hw", help="Hardware config: a YAML path or a name under hwconfigs/.")],
-        layer: Annotated[Path, typer.Option("--layer", help="Layer file (YAML/JSON).")],
-        mapping: Annotated[Path, typer.Option("--mapping", help="Mapping file (YAML/JSON).")],
+        layer: Annotated[Path, path_option("--layer", help="Layer file (YAML/JSON).")],
+        mapping: Annotated[Path, path_option("--mapping", help="Mapping file (YAML/JSON).")],
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
         no_overlap: Annotated[bool, typer.Option(
             "--no-overlap", help="Serialize transfers with compute (and charge SCALE-Sim's per-fold "

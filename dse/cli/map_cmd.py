@@ -12,6 +12,7 @@ import typer
 
 from costmodel.errors import UserError
 from dse.cli.messages import user_warnings_as_lines
+from dse.cli.params import path_option
 
 _OBJ = "Objective: edp, energy, latency, ed2p, or a weighted mix like 'energy:1,latency:2'."
 _MAPPER = "Mapper: fast (seeded heuristic, default) or exhaustive (provably optimal over the mapspace)."
@@ -102,9 +103,9 @@ def register(app: typer.Typer) -> None:
         max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
         victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
         workers: Annotated[int | None, typer.Option("--workers", min=1, help="Worker processes (default and at most: one per core).")] = None,
-        db: Annotated[Path | None, typer.Option("--db", help="Mapping database file (default: the user cache).")] = None,
+        db: Annotated[Path | None, path_option("--db", help="Mapping database file (default: the user cache).")] = None,
         no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
-        json_out: Annotated[Path | None, typer.Option(
+        json_out: Annotated[Path | None, path_option(
             "--json", help="Write one JSON document to this file ('-': stdout, and no table).")] = None,
         allow_unsupported: Annotated[bool, typer.Option(
             "--allow-unsupported", help="Import an op the front end does not support as a zero-cost host layer "
@@ -143,15 +144,15 @@ def register(app: typer.Typer) -> None:
     @app.command("best-mapping")
     def best_mapping(
         hw: Annotated[str, typer.Option("--hw", help="Hardware config: a YAML path or a name under hwconfigs/.")],
-        layer: Annotated[Path, typer.Option("--layer", help="Layer file (YAML/JSON).")],
+        layer: Annotated[Path, path_option("--layer", help="Layer file (YAML/JSON).")],
         objective: Annotated[str, typer.Option("--objective", help=_OBJ)] = "edp",
         mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER)] = "fast",
         seed: Annotated[int, _SEED] = 0,
         max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
         victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
-        constraints: Annotated[Path | None, typer.Option(
+        constraints: Annotated[Path | None, path_option(
             "--constraints", help="Mapspace constraints (YAML), as in a hwconfig's constraints list.")] = None,
-        db: Annotated[Path | None, typer.Option("--db", help="Mapping database file (default: the user cache).")] = None,
+        db: Annotated[Path | None, path_option("--db", help="Mapping database file (default: the user cache).")] = None,
         no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
     ) -> None:

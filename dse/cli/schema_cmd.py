@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from costmodel.errors import UserError
+from dse.cli.params import path_option
 
 
 def _hw_schema() -> dict[str, Any]:
@@ -112,7 +113,7 @@ FORMATS = {"hw": (_hw_schema, _hw_check), "study": (_study_schema, _study_check)
 def schema(
     kind: Annotated[str, typer.Argument(metavar="KIND", help=f"Format: {', '.join(FORMATS)}.")],
     check: Annotated[
-        Path | None, typer.Option("--check", help="Validate FILE instead; print OK or the error.")
+        Path | None, path_option("--check", help="Validate FILE instead; print OK or the error.")
     ] = None,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print the schema as Markdown tables.")

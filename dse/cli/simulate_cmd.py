@@ -20,6 +20,7 @@ import typer
 
 from costmodel.atomic import atomic_open, check_writable, refuse_overwriting
 from costmodel.errors import UserError
+from dse.cli.params import path_argument, path_option
 
 
 def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
@@ -69,17 +70,17 @@ def _file_names(names: list[str]) -> dict[str, str]:
 
 
 def simulate(
-    binary: Annotated[Path, typer.Argument(metavar="BINARY", help="An .axb binary.")],
+    binary: Annotated[Path, path_argument(metavar="BINARY", help="An .axb binary.")],
     inputs: Annotated[list[str] | None, typer.Option("--input", "-i",
                       help="PATH.npy or NAME=PATH.npy; repeat for several inputs.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for the outputs (default <binary stem>.out, "
+    out: Annotated[Path | None, path_option("--out", help="Folder for the outputs (default <binary stem>.out, "
                                              "or <binary>.out for a binary named *.out).")] = None,
     hw: Annotated[str | None, typer.Option("--hw", help="Config YAML/name (default: the one whose fingerprint "
                                                         "the binary names, under hwconfigs/).")] = None,
     gemm_timing: Annotated[str | None, typer.Option("--gemm-timing",
                            help="GEMM latency: scalesim | overlapped (default: the config's).")] = None,
     no_timing: Annotated[bool, typer.Option("--no-timing", help="Functional only (no cycle counts).")] = False,
-    check: Annotated[Path | None, typer.Option("--check", help="ONNX model to compare the outputs with "
+    check: Annotated[Path | None, path_option("--check", help="ONNX model to compare the outputs with "
                                                "(onnxruntime and onnx.reference); exit 1 on a difference.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
 ) -> None:

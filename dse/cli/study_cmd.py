@@ -12,9 +12,11 @@ from typing import Annotated
 
 import typer
 
+from dse.cli.params import path_argument, path_option
+
 
 def sweep(
-    study_file: Annotated[Path, typer.Argument(metavar="STUDY_FILE", help="Study YAML (see docs/studies.md).")],
+    study_file: Annotated[Path, path_argument(metavar="STUDY_FILE", help="Study YAML (see docs/studies.md).")],
     trials: Annotated[int | None, typer.Option("--trials", min=1, help="Finished trials wanted (default: the "
                                                "file's).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Local worker processes (at most one per "
@@ -24,7 +26,7 @@ def sweep(
                                                 "file in the output folder), e.g. postgresql://...")] = None,
     dask: Annotated[str | None, typer.Option("--dask", help="Run the trials on this Dask scheduler (e.g. "
                                              "tcp://host:8786); the study folder must be shared.")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Output folder (default: the file's).")] = None,
+    output: Annotated[Path | None, path_option("-o", "--output", help="Output folder (default: the file's).")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
 ) -> None:
     """Run or resume a study; writes trials.csv (and trials.parquet) into the output folder."""
@@ -54,7 +56,7 @@ def sweep(
 
 
 def results(
-    study_dir: Annotated[Path, typer.Argument(metavar="STUDY_DIR", help="A sweep's output folder.")],
+    study_dir: Annotated[Path, path_argument(metavar="STUDY_DIR", help="A sweep's output folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
 ) -> None:
@@ -101,12 +103,12 @@ def results(
 
 
 def report(
-    source: Annotated[Path, typer.Argument(metavar="SOURCE", help="A sweep's output folder, or a `dse map --json` file.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
+    source: Annotated[Path, path_argument(metavar="SOURCE", help="A sweep's output folder, or a `dse map --json` file.")],
+    output: Annotated[Path, path_option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
-    hw: Annotated[Path | None, typer.Option("--hw", help="For a map result: its config, if not a shipped one.")]
+    hw: Annotated[Path | None, path_option("--hw", help="For a map result: its config, if not a shipped one.")]
     = None,
-    page: Annotated[Path | None, typer.Option("--page", help="Also the page as one PNG (its text, table and "
+    page: Annotated[Path | None, path_option("--page", help="Also the page as one PNG (its text, table and "
                                               "plots composed with matplotlib, not a browser screenshot).")]
     = None,
 ) -> None:
