@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 from collections.abc import Container
+from datetime import datetime, timedelta
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
@@ -26,8 +27,9 @@ from costmodel.errors import UserError
 
 WORKER_ATTR = "worker"
 GRACE_S = 60.0
-"""A RUNNING trial that has not named its worker this long after a waiter first saw it was killed
-before it could (measured on this process's clock: another host's may be skewed)."""
+"""A RUNNING trial that has not named its worker this long after a waiter (or a starting sweep) first
+saw it was killed before it could (measured on this process's clock: another host's may be skewed;
+a starting sweep also takes the trial's start time when that is older)."""
 NOTE_EVERY_S = 300.0
 """While waiting, a line on stderr this often: a dead worker of another host cannot be detected."""
 
@@ -73,6 +75,31 @@ def owner_dead(trial: FrozenTrial, *, mine: bool = True) -> bool | None:
     except ValueError:
         return False
     return mine if number == os.getpid() else _process_gone(number)
+
+
+def stale_trials(study: Any) -> list[FrozenTrial]:
+    """The RUNNING trials a starting sweep re-runs: those whose worker on this host died, and those
+    that name no worker once they are :data:`GRACE_S` old. Why wait for the latter: a trial names its
+    worker milliseconds after it is created, and a sweep of another machine on the same storage may
+    be in those milliseconds; taken at once, its trial would run twice. Age is the trial's start time
+    when that is older than the grace (a trial killed at its start, found later), else the time this
+    process has seen it unnamed (another host's clock may be skewed)."""
+    seen: dict[int, float] = {}  # trial number -> when first seen without a worker
+    noted = False
+    while True:
+        now, wall = time.monotonic(), datetime.now()
+        running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        young = [t for t in running if owner_dead(t) is None
+                 and not (t.datetime_start and timedelta(0) <= wall - t.datetime_start
+                          and (wall - t.datetime_start).total_seconds() >= GRACE_S)
+                 and now - seen.setdefault(t.number, now) < GRACE_S]
+        if not young:
+            return [t for t in running if owner_dead(t) is not False]
+        if not noted:
+            noted = True
+            print(f"note: trial {young[0].number} names no worker yet: waiting up to {GRACE_S:.0f} s to tell a "
+                  "trial another sweep is starting from one killed as it started", file=sys.stderr, flush=True)
+        time.sleep(0.2)
 
 
 def wait_for_history(study: Any, trial: FrozenTrial, lag: int) -> None:

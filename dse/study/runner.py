@@ -8,7 +8,8 @@ decides its trials (every field but ``trials``, ``output`` and ``mapper.workers`
 do not count): a larger ``trials`` continues the study, a smaller one stops it where it is.
 
 Resume: every trial records its worker (``host:pid``, :func:`dse.study.history.worker_id`). A
-RUNNING trial whose worker on this host is dead (SIGKILL, power loss) is re-run *in place* -- same
+RUNNING trial whose worker on this host is dead (SIGKILL, power loss), or that names no worker once it is
+a minute old (:func:`dse.study.history.stale_trials`), is re-run *in place* -- same
 trial number, same parameters already drawn, the rest drawn by the number-keyed samplers of
 :mod:`dse.study.samplers` -- before any new trial starts. So a resumed serial study has exactly the
 trials, in the same order and with the same results, as an uninterrupted one, and no finished trial
@@ -44,7 +45,7 @@ from costmodel.yamlio import format_path
 from dse.network.solve import worker_count
 from dse.study.dask_run import dask_client, run_on_dask
 from dse.study.design import MAPPING_DB, Layers, evaluate_design, load_layers
-from dse.study.history import WORKER_ATTR, StaleHistory, owner_dead, worker_id
+from dse.study.history import WORKER_ATTR, StaleHistory, stale_trials, worker_id
 from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
 from dse.study.schema import Study, StudySpec, load_study, read_spec
@@ -170,8 +171,7 @@ def create(study: Study, storage: Any) -> optuna.Study:
 
 def _resume_stale(ost: optuna.Study, objective: Objective) -> int:
     """Re-run, in place, the RUNNING trials whose worker died; returns how many."""
-    # (a trial that names no worker was killed before it could: no other sweep runs while resuming)
-    stale = [t for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if owner_dead(t) is not False]
+    stale = stale_trials(ost)
     for ft in sorted(stale, key=lambda t: t.number):
         trial = optuna.trial.Trial(ost, ft._trial_id)
         try:

@@ -63,7 +63,7 @@ def dse(*args: str | Path) -> tuple[int, str]:
 
 
 def pace_trials(pace: float) -> None:
-    """Make every trial of this process wait ``pace`` seconds before it runs (results unchanged): the
+    """Make every trial of this process last ``pace`` seconds more (results unchanged): the
     kill tests then find a trial RUNNING however fast trials get (a revisited design takes a
     millisecond, and a whole random sweep could otherwise end between two reads of the journal)."""
     import time
@@ -73,8 +73,9 @@ def pace_trials(pace: float) -> None:
     call = runner.Objective.__call__
 
     def paced(self: runner.Objective, trial: object) -> list[float]:
-        time.sleep(pace)
-        return call(self, trial)
+        values = call(self, trial)
+        time.sleep(pace)  # (after: the trial has named its worker, so a resume takes it for a killed one at once)
+        return values
 
     runner.Objective.__call__ = paced
 

@@ -406,6 +406,79 @@ def test_a_trial_that_never_names_its_worker_is_dead_after_the_grace(tmp_path: P
     assert time.monotonic() - t0 >= 0.5
 
 
+def _unnamed_trial(tmp_path: Path, age_s: float = 0.0) -> tuple[Path, optuna.Study, int]:
+    """A random study (2 trials) whose one trial is RUNNING, names no worker and started ``age_s``
+    ago: the trial id."""
+    import datetime
+
+    from dse.study.runner import create
+    from dse.study.storage import open_storage
+
+    tmp_path.mkdir(exist_ok=True)
+    path = small_study(tmp_path, sampler="random", trials=2)
+    study = load_study(path)
+    study.output.mkdir(parents=True)
+    ost = create(study, open_storage(study.output, None))
+    start = datetime.datetime.now() - datetime.timedelta(seconds=age_s)
+    template = optuna.trial.FrozenTrial(number=0, state=optuna.trial.TrialState.RUNNING, value=None,
+                                        datetime_start=start, datetime_complete=None, params={},
+                                        distributions={}, user_attrs={}, system_attrs={},
+                                        intermediate_values={}, trial_id=0)
+    return path, ost, ost._storage.create_new_trial(ost._study_id, template_trial=template)
+
+
+def test_a_trial_that_names_no_worker_is_resumed_once_it_is_the_grace_old(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A starting sweep takes a RUNNING trial that names no worker for one killed as it started only
+    after the grace period (another machine's sweep names its new trial within milliseconds; taken
+    at once, that trial would run twice); one already that old, at once."""
+    import time
+
+    from dse.study import history
+
+    monkeypatch.setattr(history, "GRACE_S", 0.6)
+    path, _, _ = _unnamed_trial(tmp_path / "young")
+    t0 = time.monotonic()
+    res = run_study(path)
+    assert time.monotonic() - t0 >= 0.6 and res.resumed == 1
+    assert [t.state.name for t in res.optuna_study.get_trials()] == ["COMPLETE"] * 2
+    assert "names no worker yet" in capsys.readouterr().err
+
+    monkeypatch.setattr(history, "GRACE_S", 30.0)
+    path, _, _ = _unnamed_trial(tmp_path / "old", age_s=60)
+    t0 = time.monotonic()
+    res = run_study(path)
+    assert time.monotonic() - t0 < 30 and res.resumed == 1
+    assert [t.state.name for t in res.optuna_study.get_trials()] == ["COMPLETE"] * 2
+
+
+def test_a_trial_that_names_a_live_worker_during_the_grace_is_left_alone(tmp_path: Path, monkeypatch) -> None:
+    """The trial of another sweep that names its worker while the starting sweep waits is that
+    sweep's: not re-run (it stays RUNNING here, its stand-in worker never finishing it)."""
+    import socket
+    import subprocess
+    import threading
+    import time
+
+    from dse.study import history
+
+    monkeypatch.setattr(history, "GRACE_S", 30.0)
+    path, ost, trial_id = _unnamed_trial(tmp_path)
+    live = subprocess.Popen(["sleep", "60"])
+    name = threading.Timer(0.3, ost._storage.set_trial_user_attr,
+                           (trial_id, history.WORKER_ATTR, f"{socket.gethostname()}:{live.pid}"))
+    try:
+        name.start()
+        t0 = time.monotonic()
+        res = run_study(path)
+        assert time.monotonic() - t0 < 30 and res.resumed == 0
+        states = [t.state.name for t in res.optuna_study.get_trials()]
+        assert states == ["RUNNING", "COMPLETE"]  # (the running trial counts towards the 2 wanted)
+    finally:
+        name.cancel()
+        live.kill()
+        live.wait()
+
+
 def test_a_stale_history_in_a_dask_task_is_raised_not_an_exit(tmp_path: Path, monkeypatch) -> None:
     """In a Dask task (``watch_parent=False``) the StaleHistory goes back to the client as itself: a
     SystemExit would kill the Dask worker and every task it runs."""
