@@ -18,7 +18,7 @@ import socket
 import sys
 import time
 from collections.abc import Container
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
@@ -90,8 +90,7 @@ def stale_trials(study: Any) -> list[FrozenTrial]:
         now, wall = time.monotonic(), datetime.now()
         running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
         young = [t for t in running if owner_dead(t) is None
-                 and not (t.datetime_start and timedelta(0) <= wall - t.datetime_start
-                          and (wall - t.datetime_start).total_seconds() >= GRACE_S)
+                 and not (t.datetime_start and (wall - t.datetime_start).total_seconds() >= GRACE_S)
                  and now - seen.setdefault(t.number, now) < GRACE_S]
         if not young:
             return [t for t in running if owner_dead(t) is not False]
