@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from costmodel.errors import UserError
 from dse.mapdb import SearchKey, Stored
+from dse.processes import process_gone
 
 if TYPE_CHECKING:
     from costmodel.arch import Architecture
@@ -85,9 +86,7 @@ def _watch_parent(parent: int, every_s: float = 1.0) -> None:
     def watch() -> None:
         while True:
             time.sleep(every_s)
-            try:
-                os.kill(parent, 0)
-            except (ProcessLookupError, PermissionError):  # (Permission: the pid is another user's now)
+            if process_gone(parent, foreign=True):  # (a zombie too: exited, its own parent not reaping it)
                 os._exit(0)
 
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()

@@ -24,6 +24,7 @@ from typing import Any
 from optuna.trial import FrozenTrial, TrialState
 
 from costmodel.errors import UserError
+from dse.processes import process_gone
 
 WORKER_ATTR = "worker"
 GRACE_S = 60.0
@@ -44,21 +45,6 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _process_gone(pid: int) -> bool:
-    """No such process on this host, or a zombie (exited, not yet reaped by its parent)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:  # "pid (comm) S ...": the state after the name
-            return f.read().rpartition(b")")[2].split()[0] == b"Z"
-    except (OSError, IndexError):  # (no /proc: not Linux)
-        return False
-
-
 def owner_dead(trial: FrozenTrial, *, mine: bool = True) -> bool | None:
     """Whether the worker running ``trial`` is dead: True for a process of this host that has ended,
     False for a live one or one of another host (which cannot be checked), None when the trial
@@ -74,7 +60,7 @@ def owner_dead(trial: FrozenTrial, *, mine: bool = True) -> bool | None:
         number = int(pid)
     except ValueError:
         return False
-    return mine if number == os.getpid() else _process_gone(number)
+    return mine if number == os.getpid() else process_gone(number)
 
 
 def stale_trials(study: Any) -> list[FrozenTrial]:

@@ -61,9 +61,11 @@ def test_a_message_that_starts_with_the_layer_names_it_once(monkeypatch: pytest.
     assert str(err.value) == f"layer {name} has no valid mapping on tiny"
 
 
-def test_a_worker_exits_when_the_process_that_made_its_pool_is_gone() -> None:
+@pytest.mark.parametrize("zombie", [False, True])
+def test_a_worker_exits_when_the_process_that_made_its_pool_is_gone(zombie: bool) -> None:
     """`kill -9` of `dse map --workers 2` (or the OOM killer) reaches the parent only: its workers,
-    children of the forkserver, had stayed idle for good (about 400 MB each time)."""
+    children of the forkserver, had stayed idle for good (about 400 MB each time). Gone includes a
+    zombie: the parent killed but not reaped by its own parent (a caller that never waits)."""
     import subprocess
     import sys
 
@@ -75,8 +77,23 @@ def test_a_worker_exits_when_the_process_that_made_its_pool_is_gone() -> None:
         time.sleep(1.0)
         assert worker.poll() is None  # (the parent lives: the worker stays)
         parent.kill()
-        parent.wait()
+        if zombie:
+            assert _state(parent.pid) == "Z"  # (killed, not yet reaped: it still answers signal 0)
+        else:
+            parent.wait()
         assert worker.wait(timeout=10) == 0
     finally:
         parent.kill()
+        parent.wait()
         worker.kill()
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (Linux /proc), waiting up to 10 s for it to leave R / S."""
+    deadline = time.monotonic() + 10
+    while True:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[0].decode()
+        if state not in "RS" or time.monotonic() > deadline:
+            return state
+        time.sleep(0.05)
