@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -274,6 +275,9 @@ def _out_of_room(exc: BaseException, out_dir: Path, url: str | None) -> UserErro
 
 @dataclass
 class SweepResult:
+    """A finished ``run_study``: ``resumed`` trials of dead workers re-run in place, ``ran`` new trials
+    this sweep finished (not those of another sweep on the same storage at the same time)."""
+
     study: Study
     optuna_study: optuna.Study
     out: Path
@@ -413,17 +417,21 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
             if left > 0:
                 warn_if_taking_turns(study, min(workers, left), "workers")
         bar = _Progress(ost, target) if progress else None
+        ran = 0  # the trials this sweep finished (another one may run on the same storage meanwhile)
         try:
             if left <= 0:
                 pass
             elif dask is not None:
                 with dask_client(dask) as client:
-                    run_on_dask(client, study, out_dir, storage, left, target, workers, bar, ost)
+                    ran = run_on_dask(client, study, out_dir, storage, left, target, workers, bar, ost)
             elif workers <= 1:
+                done: list[int] = []
                 ost.optimize(objective, n_trials=left, catch=(Exception,),
-                             callbacks=[*([bar.update] if bar else []), _Enough(target)])
+                             callbacks=[*([bar.update] if bar else []), _Enough(target),
+                                        lambda _st, t: done.append(t.number)])
+                ran = len(done)
             else:
-                _run_processes(out_dir, storage, left, target, workers, bar, ost)
+                ran = _run_processes(out_dir, storage, left, target, workers, bar, ost)
         except Exception as exc:
             stop = _out_of_room(exc, out_dir, storage)
             if stop is None:
@@ -432,7 +440,7 @@ def _sweep(study: Study, out_dir: Path, layers: Layers, target: int, storage: st
         finally:
             if bar:
                 bar.close()
-    return SweepResult(study, ost, out_dir, resumed, max(left, 0))
+    return SweepResult(study, ost, out_dir, resumed, ran)
 
 
 def warn_if_taking_turns(study: Study, runners: int, what: str) -> None:
@@ -474,8 +482,9 @@ def _stop(procs: list[Any], grace_s: float = 10.0) -> None:
 
 
 def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, workers: int,
-                   bar: _Progress | None, ost: optuna.Study) -> None:
-    """The new trials split over ``workers`` spawned processes on the same storage."""
+                   bar: _Progress | None, ost: optuna.Study) -> int:
+    """The new trials split over ``workers`` spawned processes on the same storage; returns how many
+    they finished (the trials that name them as their worker)."""
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
@@ -502,6 +511,8 @@ def _run_processes(out_dir: Path, storage: str | None, left: int, target: int, w
         raise UserError("a sweep worker stopped (its message is above); finished trials are kept")
     if any(codes):
         raise RuntimeError(f"a sweep worker failed (exit codes {codes})")
+    ours = {f"{socket.gethostname()}:{p.pid}" for p in procs}
+    return sum(t.state in FINISHED and t.user_attrs.get(WORKER_ATTR) in ours for t in ost.get_trials(deepcopy=False))
 
 
 class _Progress:

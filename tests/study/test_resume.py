@@ -174,6 +174,25 @@ def test_sigterm_stops_two_workers(tmp_path: Path) -> None:
     assert all(t.state.name == "COMPLETE" for t in trials)
 
 
+def test_two_sweeps_at_once_count_their_own_new_trials(tmp_path: Path) -> None:
+    """Two `dse sweep` processes on one folder (as on two machines sharing a storage): the "K new" of
+    their summaries add up to the trials they ran (each had counted the trials left when it
+    started, so both said N - 1 new)."""
+    n = 10
+    path = small_study(tmp_path, sampler="random", trials=1)
+    run_study(path)  # (the folder exists: neither sweep creates it)
+    code = "import sys; from tests.study.helpers import study_app; study_app()(sys.argv[1:])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, "sweep", str(path), "--trials", str(n), "--no-progress"],
+                              cwd=REPO, env=paced_env(tmp_path, 0.3), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    new = [int(re.search(r"\((\d+) new, ", e).group(1)) for e in errs]
+    trials = _states(tmp_path / "out")  # (n, or one more if both started a trial as the n-th finished)
+    assert len(trials) >= n and all(t.state.name == "COMPLETE" for t in trials)
+    assert sum(new) == len(trials) - 1, errs
+
+
 def _kept(before: list[optuna.trial.FrozenTrial], after: list[optuna.trial.FrozenTrial]) -> bool:
     """The same finished trials, not run again (same completion times)."""
     return _signature(before) == _signature(after) and all(
