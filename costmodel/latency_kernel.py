@@ -130,9 +130,9 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     scratch = np.zeros(BLOCK, np.int64)
     rsum = np.zeros(BLOCK, np.int64)  # a level's words read / written, per mapping of the block
     wsum = np.zeros(BLOCK, np.int64)
-    copies = np.ones(BLOCK, np.int64)
+    copies = np.ones(BLOCK)  # (float64: exact, and AVX2 has no 64-bit integer product)
     walking = np.zeros(BLOCK, np.bool_)
-    at_copies = np.ones(BLOCK, np.int64)  # the copies and parent port of the level a tile comes from
+    at_copies = np.ones(BLOCK)  # the copies and parent port of the level a tile comes from
     at_port = np.ones(BLOCK)
     v_last = np.zeros(BLOCK)
     big = np.zeros(BLOCK, np.bool_)  # a term of the mapping passes LIMIT
@@ -208,22 +208,23 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                     out = is_out[ti]
                     child_bw = read_bw[lv] if out else write_bw[lv]
                     for j in range(unb):
-                        copies[j] = 1
+                        copies[j] = 1.0
                         walking[j] = True
                     # up to the nearest level keeping the tensor (level 0 keeps all): the
                     # parent's port moves the distinct words of the busy children's tiles (the
                     # copies and port of that level are picked, then divided once)
                     for m in range(lv - 1, -1, -1):
                         parent_bw = write_bw[m] if out else read_bw[m]
+                        top = m == 0
                         for d in range(n_d):
                             if copies_mask[m, ti, d]:
                                 for j in range(unb):
-                                    copies[j] *= spx[m, d, ub + j] * spy[m, d, ub + j]
-                        for j in range(unb):
-                            hit = walking[j] and (m == 0 or keep[m, ti, ub + j])
+                                    copies[j] *= float(spx[m, d, ub + j]) * float(spy[m, d, ub + j])
+                        for j in range(unb):  # (bitwise &, |, ~: no branch, so the loop vectorizes)
+                            hit = walking[j] & (keep[m, ti, ub + j] | top)
                             at_copies[j] = copies[j] if hit else at_copies[j]
                             at_port[j] = busy[m, j] * parent_bw if hit else at_port[j]
-                            walking[j] = walking[j] and not hit
+                            walking[j] = walking[j] & ~hit
                     for j in range(unb):
                         w = float(words[lv, ti, ub + j])
                         cyc = max(w / child_bw, w * at_copies[j] / at_port[j])
