@@ -34,14 +34,22 @@ def _signature(trials: list[optuna.trial.FrozenTrial]) -> list[tuple]:
     return [(t.number, t.state.name, tuple(sorted(t.params.items())), tuple(t.values or ())) for t in trials]
 
 
+def _paced_sweep(tmp: Path, args: list[str], stderr: int, *, two_workers: bool = False) -> subprocess.Popen:
+    """`dse sweep ARGS --no-progress` in a subprocess, each trial paced to last at least 0.3 s (a
+    revisited design otherwise takes a millisecond, and a whole random sweep could end between two
+    reads of the journal: CI saw it, and 38 of 40 trials of two workers); ``two_workers``: the
+    default worker count 2 on any machine."""
+    patch = "from dse.network import solve; solve.default_workers = lambda: 2; " if two_workers else ""
+    code = (f"import sys; {patch}from tests.study.helpers import study_app; "
+            "study_app()(['sweep', *sys.argv[1:], '--no-progress'])")
+    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, env=paced_env(tmp, 0.3),
+                            stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+
+
 def _kill_mid_trial(path: Path, out: Path, sig: signal.Signals) -> int | None:
-    """Runs ``dse sweep`` on ``path`` and sends ``sig`` while a trial is RUNNING, after two have
-    finished. Returns the exit status, or None when the signal missed a trial. Each trial is paced
-    to last at least 0.3 s (a revisited design otherwise takes a millisecond, and a whole random
-    sweep of the 12-point grid could end between two reads of the journal: CI saw it once)."""
-    code = "import sys; from tests.study.helpers import study_app; study_app()(['sweep', sys.argv[1], '--no-progress'])"
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=paced_env(path.parent, 0.3),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """Runs ``dse sweep`` on ``path`` (paced: see _paced_sweep) and sends ``sig`` while a trial is
+    RUNNING, after two have finished. Returns the exit status, or None when the signal missed a trial."""
+    proc = _paced_sweep(path.parent, [str(path)], subprocess.PIPE)
     deadline = time.monotonic() + 60
     sent = False
     try:
@@ -104,13 +112,8 @@ def _alive(pid: int) -> bool:
 
 
 def _two_worker_sweep(path: Path, stderr: int) -> subprocess.Popen:
-    """`dse sweep PATH --workers 2` in a subprocess, with two workers on any machine, each trial paced
-    to 0.3 s (CI once saw 38 of 40 unpaced trials finish between two reads of the journal)."""
-    code = ("import sys; from dse.network import solve; solve.default_workers = lambda: 2; "
-            "from tests.study.helpers import study_app; "
-            "study_app()(['sweep', sys.argv[1], '--no-progress', '--workers', '2'])")
-    return subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, env=paced_env(path.parent, 0.3),
-                            stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    """`dse sweep PATH --workers 2`, paced, with two workers on any machine."""
+    return _paced_sweep(path.parent, [str(path), "--workers", "2"], stderr, two_workers=True)
 
 
 def _signal_after_two_trials(proc: subprocess.Popen, out: Path, sig: signal.Signals, deadline: float) -> None:
@@ -181,10 +184,7 @@ def test_two_sweeps_at_once_count_their_own_new_trials(tmp_path: Path) -> None:
     n = 10
     path = small_study(tmp_path, sampler="random", trials=1)
     run_study(path)  # (the folder exists: neither sweep creates it)
-    code = "import sys; from tests.study.helpers import study_app; study_app()(sys.argv[1:])"
-    procs = [subprocess.Popen([sys.executable, "-c", code, "sweep", str(path), "--trials", str(n), "--no-progress"],
-                              cwd=REPO, env=paced_env(tmp_path, 0.3), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [_paced_sweep(tmp_path, [str(path), "--trials", str(n)], subprocess.PIPE) for _ in range(2)]
     errs = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     new = [int(re.search(r"\((\d+) new, ", e).group(1)) for e in errs]
