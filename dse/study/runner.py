@@ -40,7 +40,7 @@ import optuna
 from optuna.trial import TrialState
 
 from costmodel.atomic import atomic_write_text, place_error
-from costmodel.errors import UserError
+from costmodel.errors import UserError, causes
 from costmodel.problem import as_int
 from costmodel.yamlio import format_path
 from dse.network.solve import worker_count
@@ -91,12 +91,18 @@ def interruptible() -> Iterator[None]:
             solve.kill_workers()
         raise Interrupted(signal.Signals(signum).name)
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
         yield
+    except Exception as exc:
+        # a library's error raised while the interruption unwound it is the interruption: optuna's
+        # _run_trial, stopped in its tell, raises UnboundLocalError from its `finally` (exit 1 and a
+        # traceback, where Ctrl-C is 130 and the trial stays RUNNING)
+        first = next((e for e in causes(exc) if isinstance(e, Interrupted)), None)
+        if first is None:
+            raise
+        raise first from None
     finally:
         for s, h in old.items():
             signal.signal(s, h)

@@ -406,6 +406,24 @@ def test_a_trial_that_never_names_its_worker_is_dead_after_the_grace(tmp_path: P
     assert time.monotonic() - t0 >= 0.5
 
 
+def test_an_interruption_in_optunas_tell_is_an_interruption(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C while optuna stores a trial's result: optuna's own cleanup then raised UnboundLocalError
+    (exit 1, a traceback); the sweep stops as interrupted (exit 130), the trial RUNNING, to be resumed."""
+    import optuna.study._optimize as optimize_mod
+
+    from dse.study.runner import Interrupted
+
+    def interrupted(**_kw: object) -> None:
+        raise Interrupted("SIGINT")
+
+    monkeypatch.setattr(optimize_mod, "_tell_with_warning", interrupted)
+    path = small_study(tmp_path, sampler="random", trials=2)
+    with pytest.raises(Interrupted, match="SIGINT"):
+        run_study(path)
+    monkeypatch.undo()
+    assert [t.state.name for t in run_study(path).optuna_study.get_trials()] == ["COMPLETE"] * 2
+
+
 def _unnamed_trial(tmp_path: Path, age_s: float = 0.0) -> tuple[Path, optuna.Study, int]:
     """A random study (2 trials) whose one trial is RUNNING, names no worker and started ``age_s``
     ago: the trial id."""
