@@ -20,15 +20,15 @@ if TYPE_CHECKING:
     from costmodel.problem import Problem
 
 
-def _path(value: Any, name: str) -> Path:
+def file_or_name(value: Any, name: str) -> Path:
     """An argument that names a file (or a shipped name): a str or Path, not empty. Another type is
     a TypeError naming the argument, not one from pathlib or from deep inside; an empty string is a
-    UserError (`dse evaluate --hw ""` printed a traceback)."""
+    UserError (`dse evaluate --hw ""` printed a traceback), and so is a blank one."""
     from costmodel.errors import UserError
 
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}: expected a file path or name (str or os.PathLike), got {value!r:.60}")
-    if not str(value):
+    if not str(value).strip():
         raise UserError(f"{name}: empty; expected a file path or name")
     return Path(value)
 
@@ -38,7 +38,7 @@ def load_workload(model: str | Path, allow_unsupported: bool = False) -> Workloa
     from costmodel.errors import UserError
     from dse import workloads
 
-    path = _path(model, "model")
+    path = file_or_name(model, "model")
     if is_zoo_name(model):
         return workloads.load(str(model))
     if path.suffix == ".onnx" or path.exists():
@@ -61,14 +61,14 @@ def load_hw(hw: str | Path) -> Architecture:
     """A hardware config: a YAML path, or the name of a shipped config under hwconfigs/."""
     from costmodel.arch import load_architecture
 
-    return load_architecture(_path(hw, "hw"))
+    return load_architecture(file_or_name(hw, "hw"))
 
 
 def load_layer(path: str | Path) -> Problem:
     """One layer (a Problem) from a YAML/JSON file."""
     from costmodel.problem_io import load_problem
 
-    return load_problem(_path(path, "path"))
+    return load_problem(file_or_name(path, "path"))
 
 
 def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapping:
@@ -77,7 +77,7 @@ def load_mapping(path: str | Path, problem: Problem, arch: Architecture) -> Mapp
     from costmodel.mapping import load_mapping as _load
     from costmodel.problem import expect_problem
 
-    return _load(_path(path, "path"), expect_problem(problem), as_architecture(arch))
+    return _load(file_or_name(path, "path"), expect_problem(problem), as_architecture(arch))
 
 
 def evaluate(problem: Problem, arch: Architecture, mapping: Mapping, *, overlap: bool = True,
@@ -101,7 +101,7 @@ def simulate(binary: str | Path, inputs: dict[str, np.ndarray], timing: bool = T
     if not isinstance(timing, (bool, numpy.bool_)):  # "no" would be taken as True
         raise TypeError(f"simulate: timing must be True or False, got {timing!r}")
 
-    return _simulate(_path(binary, "binary"), inputs, timing=timing)
+    return _simulate(file_or_name(binary, "binary"), inputs, timing=timing)
 
 
 def map_layer(problem: Problem, arch: Architecture, objective: str = "edp", **kwargs: Any) -> Any:
@@ -136,4 +136,4 @@ def compile_model(model: str | Path, arch: Any, **kwargs: Any) -> Any:
     """Quantize and compile a model (ONNX path or zoo name) for a compilable config."""
     from compiler.compile import compile_model as _compile_model
 
-    return _compile_model(_path(model, "model"), arch, **kwargs)
+    return _compile_model(file_or_name(model, "model"), arch, **kwargs)

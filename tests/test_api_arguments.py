@@ -167,6 +167,22 @@ def test_a_folder_named_like_a_zoo_model_does_not_hide_it(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("args", [
+    ("compile", "", "--hw", "tpu_like", "-o", "m.axb"),
+    ("compile", " ", "--hw", "tpu_like", "-o", "m.axb"),
+    ("map", " ", "--hw", "tiny"),
+    ("inspect", ""),
+])
+def test_an_empty_model_argument_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple) -> None:
+    """The model is a file or a zoo name (a str, so the path parser does not see it): `dse compile ""`
+    read "" as the current folder ("cannot load the ONNX model (Is a directory)")."""
+    from tests.study.helpers import dse
+
+    monkeypatch.chdir(tmp_path)
+    assert dse(*args) == (2, "error: model: empty; expected a file path or name\n")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [
     ("sweep", ""),
     ("sweep", "STUDY", "-o", ""),
     ("results", " "),

@@ -66,8 +66,10 @@ def compile_model_cmd(
     from compiler.compile import compile_to_file, resolve
     from compiler.sim.check import mapping_sidecar
     from costmodel.arch import resolve_path
+    from dse.api import file_or_name
     from dse.cli.messages import user_warnings_as_lines
 
+    file_or_name(model, "model")  # ("" would be read as the current folder)
     target, arch = resolve(hw)
     cal_files = [spec.partition("=")[2] for spec in calibration or []]
     with user_warnings_as_lines():
