@@ -478,6 +478,8 @@ def _short_form(data: dict[str, Any]) -> Problem:
     reported by its name instead of as Python's TypeError."""
     kind = data.get("kind")
     ctor = CONSTRUCTORS.get(kind) if isinstance(kind, str) else None
+    if "kind" not in data:  # (placed at the layer's own line)
+        raise FieldError((), f"field 'kind' is missing; expected one of {sorted(CONSTRUCTORS)}")
     if ctor is None:
         raise _bad("kind", f"expected one of {sorted(CONSTRUCTORS)}, got {kind!r}")
     signature = inspect.signature(ctor).parameters
@@ -493,7 +495,7 @@ def _short_form(data: dict[str, Any]) -> Problem:
     args = top | params
     missing = [name for name, p in signature.items() if p.default is p.empty and name not in args]
     if missing:
-        raise UserError(f"bad arguments for {kind}: missing field(s) {', '.join(missing)}")
+        raise FieldError((), f"bad arguments for {kind}: missing field(s) {', '.join(missing)}")
     try:
         return ctor(**args)
     except FieldError as exc:

@@ -160,10 +160,28 @@ class _Converter:
         return key, (*path, _part(key))
 
     def scalar(self, node: yaml.ScalarNode, path: PathKey) -> Any:
-        """A scalar as the type its resolved tag says (int, float, bool, null, str); an unquoted
-        ``1e-3`` is a float, as in YAML 1.2 (PyYAML's YAML 1.1 rules want a dot: ``1.0e-3``)."""
-        if node.tag == _STR and not node.style and _EXPONENT.fullmatch(node.value):  # (plain: None, or "" in libyaml)
-            return float(node.value)
+        """A scalar as the type its resolved tag says (int, float, bool, null, str), except where
+        YAML 1.1 (PyYAML's rules) and YAML 1.2 read a plain number differently: an unquoted
+        ``1e-3`` is a float and ``0o20`` an octal int, as in YAML 1.2 (YAML 1.1 wants a dot,
+        ``1.0e-3``, and has no ``0o``); a leading zero (``010``: octal 8 in YAML 1.1, 10 in 1.2)
+        and base 60 (``1:30``: 90 in YAML 1.1, text in 1.2) are refused, as a silent 8 or 90 in
+        a capacity or a layer size would be a wrong result."""
+        value, plain = node.value, not node.style  # (plain: None, or "" in libyaml)
+        if plain and node.tag in (_INT, _FLOAT) and ":" in value:
+            raise self.fail(node, path, f"{value}: YAML 1.1 reads this as a base-60 number "
+                                        f"({self.constructed(node, path)}); write the number, or quote it if it is text")
+        if plain and _LEADING_ZERO.fullmatch(value):
+            octal = f" (YAML 1.1 reads octal {self.constructed(node, path)})" if node.tag == _INT else ""
+            raise self.fail(node, path, f"{value}: a number with a leading zero{octal}; write "
+                                        f"{int(value.replace('_', ''), 10)}, or quote it if it is text")
+        if plain and node.tag == _STR and _EXPONENT.fullmatch(value):
+            return float(value)
+        if plain and node.tag == _STR and _OCTAL.fullmatch(value):
+            return int(value.replace("0o", "", 1), 8)
+        return self.constructed(node, path)
+
+    def constructed(self, node: yaml.ScalarNode, path: PathKey) -> Any:
+        """The scalar as PyYAML's safe constructor reads it."""
         try:
             return _CONSTRUCTOR.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
@@ -180,6 +198,9 @@ def _part(key: Any) -> str | int:
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 _STR = "tag:yaml.org,2002:str"
 _EXPONENT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_OCTAL = re.compile(r"[-+]?0o[0-7]+")
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9_]*[0-9][0-9_]*")
 
 
 def read_text(path: Path, shown: str) -> str:
@@ -208,6 +229,11 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise UserError(f"{shown}{line}: YAML syntax error: {exc.problem or exc}") from None
+    except yaml.reader.ReaderError as exc:  # (a character YAML does not allow: NUL, a control character)
+        at = text.find(chr(exc.character))  # (its first use is the one refused; libyaml counts bytes, PyYAML characters)
+        line = f":{text.count(chr(10), 0, at) + 1}" if at >= 0 else ""
+        raise UserError(f"{shown}{line}: YAML syntax error: character #x{exc.character:04x} is not allowed "
+                        "in YAML; remove it") from None
     if node is None:
         return None, LineMap(shown, {(): 1}, text)
     conv = _Converter(shown)

@@ -156,6 +156,37 @@ def test_exponent_numbers_without_a_dot_are_floats(tmp_path):
     assert load_yaml(p)[0] == {"a": 0.001, "b": 20000.0, "c": -50.0, "d": "1e-3", "e": "1e", "f": "e5"}
 
 
+def test_numbers_that_yaml_1_1_and_1_2_read_differently(tmp_path, monkeypatch):
+    """A leading zero (octal in YAML 1.1: ``capacity: 010`` loaded as 8 words) and base 60 (``1:30``
+    as 90) are refused at their line; YAML 1.2's ``0o`` octal is read; hex, underscores and
+    quoted text are as before."""
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "n.yaml"
+    p.write_text("a: 0x40\nb: 1_000\nc: 0o20\nd: -0o7\ne: '010'\nf: 0\ng: 10\nh: 1.05\ni: 0.5\n")
+    assert load_yaml(p)[0] == {"a": 64, "b": 1000, "c": 16, "d": -7, "e": "010", "f": 0, "g": 10, "h": 1.05,
+                               "i": 0.5}
+    for text, line, message in [
+        ("a: 1\nm: 064\n", 2, r"m: 064: a number with a leading zero \(YAML 1\.1 reads octal 52\); write 64,"),
+        ("x:\n  - 08\n", 2, r"x\[0\]: 08: a number with a leading zero; write 8, or quote it if it is text"),
+        ("k: 1:00\n", 1, r"k: 1:00: YAML 1\.1 reads this as a base-60 number \(60\); write the number"),
+        ("k: 1:30.5\n", 1, r"k: 1:30.5: YAML 1\.1 reads this as a base-60 number \(90\.5\)"),
+    ]:
+        p.write_text(text)
+        with pytest.raises(UserError, match=rf"^n\.yaml:{line}: {message}"):
+            load_yaml(p)
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x07", "\x1b", "\x7f", "\ufffe"])
+def test_a_character_yaml_does_not_allow_is_a_user_error_at_its_line(tmp_path, monkeypatch, char):
+    """PyYAML's ReaderError is not a MarkedYAMLError: it escaped as a traceback (exit 1). libyaml
+    reports its position in bytes, so text before it that is not ASCII must not move the line."""
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "c.yaml"
+    p.write_text(f"name: \u00e9\u00e9\u00e9\u00e9\nk: 3\ncomment: a{char}b\n")
+    with pytest.raises(UserError, match=rf"^c\.yaml:3: YAML syntax error: character #x{ord(char):04x} is not allowed"):
+        load_yaml(p)
+
+
 def test_json_duplicate_keys_are_refused(tmp_path):
     p = tmp_path / "m.json"
     p.write_text('{"levels": [{"temporal": {"P": 4}, "temporal": {"P": 2}}]}')
