@@ -73,22 +73,22 @@ class Problem:
     def __post_init__(self) -> None:
         names = [d for d, _ in self.dims]
         if len(set(names)) != len(names):
-            raise UserError(f"problem {self.kind}: repeated dimension in {names}")
+            raise FieldError("dims", f"problem {self.kind}: repeated dimension in {names}")
         for d, n in self.dims:
             if as_int(n) is None or n < 1:
-                raise UserError(f"problem {self.kind}: dimension {d} must be a positive integer, got {n!r}")
+                raise FieldError(("dims", d), f"problem {self.kind}: dimension {d} must be a positive integer, got {n!r}")
         object.__setattr__(self, "dims", tuple((d, int(n)) for d, n in self.dims))  # (numpy ints: plain ints)
         if not names:
-            raise UserError(f"problem {self.kind}: no dimensions")
+            raise FieldError("dims", f"problem {self.kind}: no dimensions")
         if len(names) > MAX_DIMS:
-            raise UserError(f"problem {self.kind}: {len(names)} dimensions, more than the {MAX_DIMS} the cost model "
+            raise FieldError("dims", f"problem {self.kind}: {len(names)} dimensions, more than the {MAX_DIMS} the cost model "
                             "holds")
         # the configs hold tensors by these roles (a level's `holds`), and so does the cost model
         roles = sorted(t.name for t in self.tensors)
         outputs = [t.name for t in self.tensors if t.is_output]
         if roles != sorted(TENSOR_ROLES) or outputs != ["O"]:
             got = ", ".join(t.name + (" (output)" if t.is_output else "") for t in self.tensors) or "none"
-            raise UserError(f"problem {self.kind}: expected the tensors I, W and O (the output), each once; "
+            raise FieldError("tensors", f"problem {self.kind}: expected the tensors I, W and O (the output), each once; "
                             f"got {got}")
         object.__setattr__(self, "psum_bits", _ints(self.psum_bits, "psum_bits")[0])
         # numpy numbers as Python's: the layer's JSON, YAML and database signature (an np.int64 of 32
@@ -97,12 +97,12 @@ class Problem:
         for t in self.tensors:
             unknown = t.dims() - set(names)
             if unknown:
-                raise UserError(f"problem {self.kind}: tensor {t.name} uses unknown dimensions {sorted(unknown)}")
+                raise FieldError("tensors", f"problem {self.kind}: tensor {t.name} uses unknown dimensions {sorted(unknown)}")
         if sum(t.is_output for t in self.tensors) != 1:
-            raise UserError(f"problem {self.kind}: exactly one tensor must be the output")
+            raise FieldError("tensors", f"problem {self.kind}: exactly one tensor must be the output")
         for d, n in self.dims:  # (first: a dimension too large makes the counts too large too)
             if n > MAX_DIM:
-                raise UserError(f"problem {self.describe()}: dimension {d} = {n:,} exceeds {MAX_DIM:,} (2**31 - 1), "
+                raise FieldError(("dims", d), f"problem {self.describe()}: dimension {d} = {n:,} exceeds {MAX_DIM:,} (2**31 - 1), "
                                 "the largest loop bound the cost model holds")
         counts = {"MACs": self.macs, **{f"elements of tensor {t.name}": self.tensor_elements(t.name)
                                         for t in self.tensors}}

@@ -2,6 +2,7 @@
 expected; never a traceback, a raw Python exception text or a silently accepted value."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,16 @@ def test_einsum_form_names_the_field(tmp_path, change, part):
         with pytest.raises(UserError) as exc:
             load_problem(f)
         assert str(exc.value).startswith(f"{f}:") and part in str(exc.value)
+
+
+def test_the_layers_own_checks_point_at_dims_or_tensors(tmp_path):
+    """The checks of the whole layer (tensor roles, dimensions used) name no one field but the list
+    they are about: in YAML, the line of ``tensors:`` / ``dims:``."""
+    doc = yaml.safe_dump(_einsum(lambda d: d["tensors"][1].update(name="X")), sort_keys=False)
+    line = doc.splitlines().index("tensors:") + 1
+    f = _write(tmp_path, doc)
+    with pytest.raises(UserError, match=rf"^{re.escape(str(f))}:{line}: problem matmul: expected the tensors I, W"):
+        load_problem(f)
 
 
 def test_line_numbers_only_where_known(tmp_path):
