@@ -38,14 +38,15 @@ for _module in (zoo_cmd, inspect_cmd, evaluate_cmd, map_cmd, schema_cmd, study_c
     _module.register(app)
 
 
-_TERMINATED: list[bool] = []
+_SIGNALLED: list[int] = []
 
 
-def _on_sigterm(_signum: int, _frame: Any) -> None:
+def _on_signal(signum: int, _frame: Any) -> None:
     """SIGTERM (``kill PID``) taken like Ctrl-C: the same cleanup runs (temp files and folders
     removed, the mapping database closed) instead of the process vanishing mid-write; and the
-    search workers, which a `kill` of this process does not reach, are stopped."""
-    _TERMINATED.append(True)
+    search workers, which a `kill` of this process does not reach, are stopped. Both are noted, so
+    the exit says which one stopped the command (typer exits 130 in silence)."""
+    _SIGNALLED.append(signum)
     _kill_workers()
     raise KeyboardInterrupt
 
@@ -56,23 +57,29 @@ def _kill_workers() -> None:
         solve.kill_workers()
 
 
+_STOPPED = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)"}
+
+
 def main() -> None:
     """Console-script entry point."""
-    _TERMINATED.clear()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)  # (`dse sweep` sets its own while it runs)
+    _SIGNALLED.clear()
+    # (`dse sweep` sets its own handlers while it runs, and says itself how it stopped)
+    previous = {s: signal.signal(s, _on_signal) for s in _STOPPED}
     try:
         app()
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     except SystemExit:
-        if _TERMINATED:  # (typer turns the KeyboardInterrupt into exit 130, Ctrl-C's status)
+        if _SIGNALLED:  # (typer turns the KeyboardInterrupt into exit 130, Ctrl-C's status)
             _kill_workers()  # (and those started since the signal)
             solve = sys.modules.get("dse.network.solve")
             if solve is not None:
                 solve.drop_pool()
-            print("terminated (SIGTERM); finished work is kept, nothing half-written", file=sys.stderr)
-            sys.exit(128 + signal.SIGTERM)
+            signum = _SIGNALLED[0]
+            print(f"{_STOPPED[signum]}; finished work is kept, nothing half-written", file=sys.stderr)
+            sys.exit(128 + signum)
         raise
-    finally:  # the work is done: a SIGTERM during the exit's own cleanup is the caller's again
-        signal.signal(signal.SIGTERM, previous)
+    finally:  # the work is done: a signal during the exit's own cleanup is the caller's again
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
