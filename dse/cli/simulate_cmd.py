@@ -180,16 +180,41 @@ def _timing_rows(binary: Path, result, program, hw) -> list[dict]:
         print(f"note: no {side.name} next to the binary (compiled without the mapper); no per-layer "
               "comparison with the analytical model", file=sys.stderr)
         return []
-    try:
-        layers = json.loads(side.read_text())["layers"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise UserError(f"{side}: not a mapping file written by dse compile ({exc})") from None
+    layers = _sidecar_layers(side)
     from compiler.sim import resolve_target
     from compiler.sim.check import explain_gaps
 
     rows = timing_table(layers, result.nodes)
     explain_gaps(program, result.start, result.end, rows, resolve_target(program, hw))
     return rows
+
+
+def _sidecar_layers(side: Path) -> list[dict]:
+    """The ``layers`` of a ``<stem>.map.json``, checked for what the timing table reads: a damaged
+    file is the user's to fix (exit 2), not a TypeError from deep in the table (exit 1, which is
+    also a failed check's status)."""
+    from costmodel.problem import as_int
+    from costmodel.yamlio import short_repr
+
+    try:
+        doc = json.loads(side.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{side}: not a mapping file written by dse compile ({exc})") from None
+    layers = doc.get("layers") if isinstance(doc, dict) else None
+    if not isinstance(layers, list):
+        raise UserError(f"{side}: not a mapping file written by dse compile (expected an object with a 'layers' list)")
+    for i, lay in enumerate(layers):
+        if not (isinstance(lay, dict) and isinstance(lay.get("node"), str) and isinstance(lay.get("op"), str)):
+            raise UserError(f"{side}: layers[{i}]: expected an object with 'node' and 'op' strings, got "
+                            f"{short_repr(lay)}")
+        cycles = lay.get("analytical_cycles", 1)
+        if as_int(cycles) is None or cycles < 1:
+            raise UserError(f"{side}: layers[{i}].analytical_cycles: expected a positive integer, got "
+                            f"{short_repr(cycles)}")
+        tiles = lay.get("tiles", 0)
+        if as_int(tiles) is None or tiles < 0:
+            raise UserError(f"{side}: layers[{i}].tiles: expected a non-negative integer, got {short_repr(tiles)}")
+    return layers
 
 
 def register(app: typer.Typer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -260,3 +261,29 @@ def test_timing_summary_takes_the_median_of_an_even_count():
     rows = [{"ratio": r} for r in (1.30, 0.95, 1.00, 1.02)]
     assert timing_summary(rows).startswith("simulated/analytical: median 1.010, range [0.950, 1.300], 3 of 4 ")
     assert timing_summary(rows[:3]).startswith("simulated/analytical: median 1.000, range [0.950, 1.300], 2 of 3 ")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{", "not a mapping file written by dse compile"),
+    ("[1]", "expected an object with a 'layers' list"),
+    ('{"layers": {}}', "expected an object with a 'layers' list"),
+    ('{"layers": [1, 2]}', "layers[0]: expected an object with 'node' and 'op' strings, got 1"),
+    ('{"layers": [{"node": "a", "op": "Conv", "analytical_cycles": "abc"}]}',
+     "layers[0].analytical_cycles: expected a positive integer, got 'abc'"),
+    ('{"layers": [{"node": "a", "op": "Conv"}, {"node": "b", "op": "Conv", "analytical_cycles": 0}]}',
+     "layers[1].analytical_cycles: expected a positive integer, got 0"),
+    ('{"layers": [{"node": "a", "op": "Conv", "tiles": -1}]}', "layers[0].tiles: expected a non-negative integer"),
+])
+def test_a_damaged_mapping_sidecar_is_a_user_error(tmp_path, text, message):
+    """`--check` reads the <stem>.map.json next to the binary: a damaged one was a TypeError or
+    ValueError from the timing table (exit 1, a failed check's status) or a ratio of inf."""
+    from costmodel.errors import UserError
+    from dse.cli.simulate_cmd import _sidecar_layers
+
+    side = tmp_path / "m.map.json"
+    side.write_text(text)
+    with pytest.raises(UserError, match=f"^{side}: .*{re.escape(message)}"):
+        _sidecar_layers(side)
+    good = [{"node": "a", "op": "QLinearConv", "tiles": 2, "analytical_cycles": 10}, {"node": "b", "op": "Relu"}]
+    side.write_text(json.dumps({"layers": good}))
+    assert _sidecar_layers(side) == good
