@@ -34,22 +34,37 @@ An already-quantized model (any QuantizeLinear/DequantizeLinear/QLinear* node) i
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from compiler.frontend.constfold import refuse_unsupported
-from compiler.frontend.reading import symbolic_input_dims
+from compiler.frontend.reading import check_opset, check_references, symbolic_input_dims
 from costmodel.errors import UserError
 
 WEIGHT_MAX = 64
 """Largest |int8 weight| that ``reduce_range`` gives (module docstring, *Why 7-bit weights*)."""
 _QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd"}
 _ONNX_FLOAT = {1: np.float32}
+
+
+@contextlib.contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """``logger`` silenced: onnxruntime's pre-processing logs a traceback when its graph optimizer
+    fails, then goes on without it (and a model it cannot load fails again, in one line of ours)."""
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
 
 
 def is_quantized(model) -> bool:
@@ -172,6 +187,8 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
         raise UserError(f"{src}: cannot load the ONNX model ({str(exc).splitlines()[0] if str(exc) else exc})") from None
     if not model.graph.node:  # an empty file parses as an empty model; onnxruntime then fails obscurely
         raise UserError(f"{src}: the ONNX model has no graph nodes (an empty or truncated file?)")
+    check_references(model.graph, src)
+    check_opset(model, src)
     refuse_unsupported(model, src)
     if fixed := symbolic_input_dims(model):  # (as the importer says it: `dse map` and `dse compile` alike)
         warnings.warn(f"{src}: symbolic input dims fixed to 1: {', '.join(fixed)}", UserWarning, stacklevel=2)
@@ -196,7 +213,8 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
                     fp32 = Path(work) / "gap.onnx"
                     onnx.save(model, str(fp32))
                 try:
-                    quant_pre_process(str(fp32), str(pre), skip_symbolic_shape=True)
+                    with _quiet(logging.getLogger("onnxruntime.quantization.shape_inference")):
+                        quant_pre_process(str(fp32), str(pre), skip_symbolic_shape=True)
                     extra = {"WeightSymmetric": True}
                     if overrides := _const_lhs_overrides(pre):
                         extra["TensorQuantOverrides"] = overrides
@@ -207,6 +225,7 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
                     raise
                 except Exception as exc:  # noqa: BLE001 - ORT's quantizer rejects the graph: say why
                     msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    msg = re.sub(r"Load model from \S+ failed:", "", msg)  # (a temp file of its own)
                     raise UserError(f"{src}: onnxruntime.quantization cannot quantize this graph ({msg})") from None
             qmodel = onnx.load(tmp)
             if not any(n.op_type == "QuantizeLinear" for n in qmodel.graph.node):

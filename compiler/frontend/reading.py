@@ -43,7 +43,7 @@ def read_model(path: Path) -> Any:
 
         model = onnx.inliner.inline_local_functions(model)
     _name_nodes(model.graph)
-    _check_references(model.graph, path)
+    check_references(model.graph, path)
     _topological_sort(model.graph, path)
     return model
 
@@ -59,21 +59,37 @@ def _name_nodes(graph: Any) -> None:
         node.name = name
 
 
-def _check_references(graph: Any, path: Path) -> None:
+def check_references(graph: Any, path: Path) -> None:
+    """Every tensor a node reads, and every graph output, is defined (a truncated or hand-edited file
+    fails here with the node's name, not deep inside shape inference or onnxruntime)."""
     defined = {"", *(i.name for i in graph.input), *(t.name for t in graph.initializer)}
     defined.update(o for n in graph.node for o in n.output)
     sparse = {t.values.name for t in graph.sparse_initializer}
-    for node in graph.node:
+    for i, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{i}"  # (as _name_nodes names it)
         for t in node.input:
             if t in sparse and t not in defined:  # (valid ONNX, which this file had called corrupt)
-                raise UserError(f"{path}: node {node.name!r} ({node.op_type}) reads {t!r}, a sparse initializer; "
+                raise UserError(f"{path}: node {name!r} ({node.op_type}) reads {t!r}, a sparse initializer; "
                                 "those are not supported: store it as a dense initializer")
             if t not in defined:
-                raise UserError(f"{path}: node {node.name!r} ({node.op_type}) reads tensor {t!r} that no node, "
+                raise UserError(f"{path}: node {name!r} ({node.op_type}) reads tensor {t!r} that no node, "
                                 f"initializer or graph input defines (truncated or corrupt file?)")
     for o in graph.output:
         if o.name not in defined:
             raise UserError(f"{path}: graph output {o.name!r} is not produced by any node (truncated or corrupt file?)")
+
+
+def check_opset(model: Any, path: Path) -> None:
+    """For the compiler, whose quantizer and reference run the model in onnxruntime: its ai.onnx
+    opset is one the installed onnx knows (onnxruntime supports the same released opsets); a newer
+    one is refused in one line. (Design-space exploration reads only shapes, and does not ask.)"""
+    import onnx.defs
+
+    newest = onnx.defs.onnx_opset_version()
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset > newest:
+        raise UserError(f"{path}: opset {opset} is newer than the {newest} this toolkit's onnx knows; export the "
+                        f"model with opset {newest} or lower")
 
 
 def _topological_sort(graph: Any, path: Path) -> None:

@@ -46,6 +46,24 @@ def test_op_of_another_domain_is_named_before_quantizing(tmp_path, capfd):
     assert capfd.readouterr().err == ""
 
 
+@pytest.mark.parametrize("defect", ["dangling input", "opset 99"])
+def test_an_invalid_model_is_named_before_quantizing(tmp_path, capfd, defect):
+    """A node reading a tensor nothing defines, or an opset newer than onnx knows: onnxruntime's
+    pre-processing logged its own traceback, then the error named a temp file of its own."""
+    m = graphs.gemm(np.random.default_rng(0), 1, 8, 4)
+    if defect == "dangling input":
+        m.graph.node[0].input[0] = "nowhere"
+        message = r"m\.onnx: node '.+' \(\w+\) reads tensor 'nowhere' that no node, initializer or graph input defines"
+    else:
+        m.opset_import[0].version = 99
+        message = rf"m\.onnx: opset 99 is newer than the {onnx.defs.onnx_opset_version()} this toolkit's onnx knows"
+    onnx.save(m, tmp_path / "m.onnx")
+    capfd.readouterr()
+    with pytest.raises(UserError, match=message):
+        compile_model(tmp_path / "m.onnx", Target())
+    assert capfd.readouterr().err == ""
+
+
 def test_a_batch_of_images_is_refused_not_cut_to_its_first(tmp_path):
     """4-D tensors are lowered for batch 1: a batch of 2 had compiled, with an output of batch 1."""
     m = graphs.conv(np.random.default_rng(0), 4, 4, (3, 3), (1, 1), (1, 1, 1, 1), (5, 5))
