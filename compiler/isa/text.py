@@ -110,7 +110,10 @@ def _parse_value(f: Field, text: str, mnemonic: str, reg: object, where: str) ->
             raise UserError(f"{where}: {f.name}={text!r}, expected one of {names}") from None
     if mnemonic == "setreg" and f.name == "value" and reg in FP32_REGS and not text.lower().startswith("0x"):
         try:
-            (bits,) = struct.unpack("<i", struct.pack("<f", float(text)))
+            x = float(text)
+            if math.isinf(x) and text.lower().lstrip("+-") not in ("inf", "infinity"):
+                raise OverflowError  # (1e400 is inf to Python, but a number past float32's range as written)
+            (bits,) = struct.unpack("<i", struct.pack("<f", x))
         except (ValueError, OverflowError):
             raise UserError(f"{where}: value={text!r} is not a float32 literal") from None
         return bits

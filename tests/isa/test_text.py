@@ -67,6 +67,8 @@ def test_fp32_register_special_values():
     for bits in (0x7FC00001, 0x7F800000, -0x80000000, 1):  # NaN payload, +inf, -0.0, smallest subnormal
         insn = SetReg(engine=Engine.EX, reg=Reg.QADD_OFF, value=bits - (1 << 32) if bits >= 1 << 31 else bits)
         assert parse_instruction(format_instruction(insn)) == insn
+    for text, bits in (("inf", 0x7F800000), ("-Infinity", 0xFF800000 - (1 << 32))):  # (written as infinities)
+        assert parse_instruction(f"setreg engine=ex reg=qadd_off value={text}").value == bits
 
 
 @pytest.mark.parametrize(("line", "message"), [
@@ -79,6 +81,9 @@ def test_fp32_register_special_values():
     ("load pop_prev", "LD has no neighbour"),
     ("gemm mx", "'mx' is not field=value"),
     ('gemm  ; "node"', "debug comment must be two JSON strings"),
+    # past float32's range as written (1e400 was Python's inf, and assembled as +inf)
+    ("setreg engine=ex reg=qadd_sa value=1e400", "value='1e400' is not a float32 literal"),
+    ("setreg engine=ex reg=qadd_sa value=-1e39", "value='-1e39' is not a float32 literal"),
 ])
 def test_errors_name_source_and_line(line, message):
     with pytest.raises(UserError, match=message) as info:
