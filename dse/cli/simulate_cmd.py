@@ -95,7 +95,7 @@ def simulate(
     names = [io.name for io in program.io if io.direction == "input"]
     arrays = _read_inputs(inputs or [], names)
     folder = out if out is not None else binary.with_suffix(".out")
-    if folder == binary:  # (a binary named prog.out)
+    if out is None and folder == binary:  # (a binary named prog.out; a --out naming a file is refused below)
         folder = binary.with_name(binary.name + ".out")
     files = _file_names([io.name for io in program.io if io.direction == "output"])
     for file in files.values():

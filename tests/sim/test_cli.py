@@ -287,3 +287,12 @@ def test_a_damaged_mapping_sidecar_is_a_user_error(tmp_path, text, message):
     good = [{"node": "a", "op": "QLinearConv", "tiles": 2, "analytical_cycles": 10}, {"node": "b", "op": "Relu"}]
     side.write_text(json.dumps({"layers": good}))
     assert _sidecar_layers(side) == good
+
+
+def test_an_explicit_out_naming_the_binary_is_refused(binary, run):
+    """``--out prog.axb`` asks for the outputs in the binary itself: refused, where the default
+    folder's rule for a binary named *.out (<binary>.out) had sent them to prog.axb.out silently."""
+    path, a, _ = binary
+    p = run("simulate", str(path), "--input", str(a), "--out", str(path))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and f"({path} is a file, not a folder)" in p.stderr
+    assert not path.with_name(path.name + ".out").exists()
