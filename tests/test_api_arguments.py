@@ -167,6 +167,30 @@ def test_a_folder_named_like_a_zoo_model_does_not_hide_it(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("args", [
+    ("compile", "keyword_spotting", "--hw", "tpu_like", "-o", "build/"),
+    ("zoo", "export", "keyword_spotting", "-o", "out/"),
+    ("map", "keyword_spotting", "--hw", "tiny", "--json", "res/"),
+    ("map", "keyword_spotting", "--hw", "tiny", "--db", "cache/"),
+    ("disasm", "p.axb", "-o", "text/"),
+    ("report", "STUDY", "-o", "site/"),
+    ("report", "STUDY", "--page", "pngs/"),
+])
+def test_an_output_file_path_naming_a_folder_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        args: tuple) -> None:
+    """pathlib drops a trailing '/': `dse compile -o build/` wrote a file named build (and
+    build.q.onnx, build.map.json beside it). Exit 2 before any work, nothing written."""
+    from tests.study.helpers import dse, small_study
+
+    study = small_study(tmp_path, trials=1)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.iterdir())
+    code, err = dse(*(str(study) if a == "STUDY" else a for a in args))
+    text = " ".join(err.replace("│", " ").split())  # (typer's usage box wraps the line)
+    assert code == 2 and "ends with '/', a folder; expected a file path" in text and "Traceback" not in err, err
+    assert sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("args", [
     ("compile", "", "--hw", "tpu_like", "-o", "m.axb"),
     ("compile", " ", "--hw", "tpu_like", "-o", "m.axb"),
     ("map", " ", "--hw", "tiny"),

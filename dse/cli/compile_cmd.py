@@ -54,7 +54,7 @@ def summarize(compiled, target) -> dict:
 def compile_model_cmd(
     model: Annotated[str, typer.Argument(metavar="MODEL", help="An ONNX file (fp32 or QDQ) or a zoo model name.")],
     hw: Annotated[str, typer.Option("--hw", help="Compilable hwconfig: YAML path or shipped name.")],
-    out: Annotated[Path, path_option("--out", "-o", help="Output binary (.axb).")],
+    out: Annotated[Path, path_option("--out", "-o", file=True, help="Output binary (.axb).")],
     calibration: Annotated[list[str] | None, typer.Option("--calibration", help="NAME=PATH.npy calibration "
                            "inputs (samples on the leading axis); default: seeded random normal.")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def disasm(
     binary: Annotated[Path, path_argument(metavar="BINARY", help="An .axb binary.")],
-    output: Annotated[Path | None, path_option("-o", "--output", help="Write the text here, not stdout.")] = None,
+    output: Annotated[Path | None, path_option("-o", "--output", file=True, help="Write the text here, not stdout.")] = None,
     no_const: Annotated[bool, typer.Option("--no-const", help="Omit the constant bytes (text no longer "
                                                                  "reassembles).")] = False,
 ) -> None:
@@ -40,7 +40,7 @@ def disasm(
 
 def asm(
     source: Annotated[Path, path_argument(metavar="SOURCE", help="Assembler text (the format `dse disasm` prints).")],
-    output: Annotated[Path, path_option("-o", "--output", help="The .axb binary to write.")],
+    output: Annotated[Path, path_option("-o", "--output", file=True, help="The .axb binary to write.")],
     hw: Annotated[str | None, typer.Option("--hw", help="Config (YAML path or name): embed its fingerprint, and "
                                            "refuse what the simulator would refuse on it.")] = None,
 ) -> None:

@@ -103,10 +103,10 @@ def register(app: typer.Typer) -> None:
         max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", min=1, help=_BUDGET)] = None,
         victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
         workers: Annotated[int | None, typer.Option("--workers", min=1, help="Worker processes (default and at most: one per core).")] = None,
-        db: Annotated[Path | None, path_option("--db", help="Mapping database file (default: the user cache).")] = None,
+        db: Annotated[Path | None, path_option("--db", file=True, help="Mapping database file (default: the user cache).")] = None,
         no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
         json_out: Annotated[Path | None, path_option(
-            "--json", help="Write one JSON document to this file ('-': stdout, and no table).")] = None,
+            "--json", file=True, help="Write one JSON document to this file ('-': stdout, and no table).")] = None,
         allow_unsupported: Annotated[bool, typer.Option(
             "--allow-unsupported", help="Import an op the front end does not support as a zero-cost host layer "
             "(a warning each), instead of refusing the model.")] = False,
@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
         victory: Annotated[int | None, typer.Option("--victory", min=1, help=_VICTORY)] = None,
         constraints: Annotated[Path | None, path_option(
             "--constraints", help="Mapspace constraints (YAML), as in a hwconfig's constraints list.")] = None,
-        db: Annotated[Path | None, path_option("--db", help="Mapping database file (default: the user cache).")] = None,
+        db: Annotated[Path | None, path_option("--db", file=True, help="Mapping database file (default: the user cache).")] = None,
         no_db: Annotated[bool, typer.Option("--no-db", help="Neither read nor write the mapping database.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
     ) -> None:

@@ -104,11 +104,11 @@ def results(
 
 def report(
     source: Annotated[Path, path_argument(metavar="SOURCE", help="A sweep's output folder, or a `dse map --json` file.")],
-    output: Annotated[Path, path_option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
+    output: Annotated[Path, path_option("-o", "--output", file=True, help="HTML file to write.")] = Path("report.html"),
     storage: Annotated[str | None, typer.Option("--storage", help="optuna storage URL, if not the default.")] = None,
     hw: Annotated[Path | None, path_option("--hw", help="For a map result: its config, if not a shipped one.")]
     = None,
-    page: Annotated[Path | None, path_option("--page", help="Also the page as one PNG (its text, table and "
+    page: Annotated[Path | None, path_option("--page", file=True, help="Also the page as one PNG (its text, table and "
                                               "plots composed with matplotlib, not a browser screenshot).")]
     = None,
 ) -> None:

@@ -37,7 +37,7 @@ def _list(as_json: Annotated[bool, typer.Option("--json", help="One JSON documen
 
 def _export(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Zoo model name (see `dse zoo list`).")],
-    output: Annotated[Path, path_option("-o", "--output", help="ONNX file to write.")],
+    output: Annotated[Path, path_option("-o", "--output", file=True, help="ONNX file to write.")],
     legacy: Annotated[bool, typer.Option("--legacy", help="Use torch's TorchScript exporter (faster).")] = False,
 ) -> None:
     """Export a zoo model to ONNX (seeded random weights, opset 20)."""
