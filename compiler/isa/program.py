@@ -147,6 +147,16 @@ class IOTensor:
         except UserError as exc:
             raise UserError(f"{where}: {exc}") from None
 
+    def outside(self, dram_size: int) -> str | None:
+        """Why this tensor's bytes do not fit a memory map of ``dram_size`` bytes, or None (checked
+        when a program is built or read, not first by the simulator, without the binary's name)."""
+        from compiler.isa.layout import nbytes  # (late: layout imports this module)
+
+        size = nbytes(self)
+        if self.addr + size > dram_size:
+            return f"io tensor {self.name!r} [{self.addr}, +{size}) lies outside the {dram_size}-byte memory map"
+        return None
+
     def to_json(self) -> dict:
         return {"name": self.name, "direction": self.direction, "dtype": self.dtype, "shape": list(self.shape),
                 "layout": self.layout, "addr": self.addr, "scale": self.scale, "zero_point": self.zero_point}
@@ -255,6 +265,9 @@ class Program:
         names = [t.name for t in self.io]
         if len(set(names)) != len(names):
             raise UserError(f"io table: repeated tensor name in {names}")
+        for t in self.io:
+            if why := t.outside(self.dram_size):
+                raise UserError(why)
 
     def where(self, index: int) -> str:
         """``instruction 12 (conv1, tile k0)`` for messages from the simulator and checkers."""

@@ -172,19 +172,31 @@ def _split_comment(line: str, where: str) -> tuple[str, DebugEntry | None]:
         raise UserError(f"{where}: {exc}") from None
 
 
+_ONCE = (".isa", ".fingerprint", ".memmap")
+"""Directives that set one header field each."""
+
+
 def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) -> Program:
     """Parse assembler text into a Program (validated); UserError names ``source`` and the line.
     ``lines`` gets each instruction's line number (for later messages about an instruction)."""
     program = Program(instructions=[])
     const = bytearray()
-    segment_lines: list[int] = []  # the line of each .segment, for a message about it
+    segment_lines: list[int] = []  # the line of each .segment and .io, for a message about it
+    io_lines: list[int] = []
+    first: dict[str, int] = {}  # the line of each directive of _ONCE
     for lineno, raw in enumerate(text.split("\n"), 1):
         raw = raw.removesuffix("\r")
         where = f"{source}:{lineno}"
         if raw.lstrip().startswith("."):
+            name = raw.split(maxsplit=1)[0]
+            if name in _ONCE:  # (the last one had silently won: a fingerprint check then read another)
+                if name in first:
+                    raise UserError(f"{where}: {name} given twice (first on line {first[name]})")
+                first[name] = lineno
             _directive(raw.split("#", 1)[0].strip() if not raw.lstrip().startswith((".io", ".segment"))
                        else raw.strip(), program, const, where)
             segment_lines += [lineno] * (len(program.const_segments) - len(segment_lines))
+            io_lines += [lineno] * (len(program.io) - len(io_lines))
             continue
         code, debug = _split_comment(raw, where)
         if not code:
@@ -202,6 +214,9 @@ def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) 
     program.constants = bytes(const)
     for seg, lineno in zip(program.const_segments, segment_lines, strict=True):
         if why := seg.outside(len(const)):  # (named by its line: .const lines may follow it)
+            raise UserError(f"{source}:{lineno}: {why}")
+    for io, lineno in zip(program.io, io_lines, strict=True):
+        if why := io.outside(program.dram_size):  # (.memmap may follow it)
             raise UserError(f"{source}:{lineno}: {why}")
     try:
         program.validate()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from compiler.isa.instructions import CLASSES, engine_of
+from compiler.isa.layout import nbytes
 from compiler.isa.program import ConstSegment, DebugEntry, IOTensor, Program
 from compiler.isa.spec import FORMATS, ILLEGAL_TOKENS, Field, Opcode
 
@@ -51,10 +52,11 @@ def programs(draw):
         dtype = draw(st.sampled_from(["int8", "uint8", "int32"]))
         zp = draw({"int8": st.integers(-128, 127), "uint8": st.integers(0, 255), "int32": st.just(0)}[dtype])
         io.append(IOTensor(n, draw(st.sampled_from(["input", "output"])), dtype, shape, layout,
-                           draw(st.integers(0, 2**32 - 1)), draw(st.floats(1e-6, 1e3)), zp))
+                           draw(st.integers(0, 2**24)), draw(st.floats(1e-6, 1e3)), zp))
     debug_idx = draw(st.sets(st.integers(0, len(insns) - 1), max_size=len(insns))) if insns else set()
     debug = {i: DebugEntry(draw(names), draw(names)) for i in sorted(debug_idx)}
     const_base = draw(st.integers(0, 1 << 20))
+    used = max([const_base + len(consts), *(t.addr + nbytes(t) for t in io)])  # (a valid program's map holds them)
     return Program(instructions=insns, fingerprint=draw(st.text("0123456789abcdef", min_size=16, max_size=16)),
                    constants=consts, const_base=const_base, const_segments=segs, io=io,
-                   dram_size=const_base + len(consts) + draw(st.integers(0, 1 << 20)), debug=debug)
+                   dram_size=min(used + draw(st.integers(0, 1 << 20)), 1 << 32), debug=debug)

@@ -102,6 +102,24 @@ def test_directive_errors():
         assemble("finish\n.memmap dram_size=-5 const_base=0\n", "prog.s")  # (the line was missing)
     with pytest.raises(UserError, match=".const needs hex"):
         assemble(".const zz\n", "prog.s")
+    for directive in (".isa 1", ".fingerprint 23c3da2618c19b49", ".memmap dram_size=64 const_base=0"):
+        with pytest.raises(UserError, match=rf"^prog.s:3: {directive.split()[0]} given twice \(first on line 1\)$"):
+            assemble(f"{directive}\nfinish\n{directive}\n", "prog.s")  # (the last one had won silently)
+
+
+def test_an_io_tensor_outside_the_memory_map_is_refused_at_its_line():
+    """It assembled, and the simulator refused it later without the binary's name; a binary read
+    from bytes is checked the same way."""
+    io = ('{"addr":2000,"direction":"input","dtype":"int8","layout":"NC","name":"x","scale":1.0,'
+          '"shape":[1,16],"zero_point":0}')
+    text = f".isa 1\n.io {io}\n.memmap dram_size=1024 const_base=0\nfinish\n"
+    why = r"io tensor 'x' \[2000, \+16\) lies outside the 1024-byte memory map$"
+    with pytest.raises(UserError, match=rf"^prog.s:2: {why}"):
+        assemble(text, "prog.s")
+    program = assemble(text.replace("dram_size=1024", "dram_size=2016"), "prog.s")
+    program.dram_size = 1024
+    with pytest.raises(UserError, match=rf"^{why}"):
+        from_bytes(to_bytes(program))
 
 
 def test_free_comments_are_ignored():
