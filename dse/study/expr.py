@@ -10,10 +10,14 @@ expression compiles once into a tree that is then evaluated against a dict of na
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
+
+from costmodel.yamlio import short_repr
 
 _BINOPS: dict[type, Callable[[float, float], float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -25,6 +29,9 @@ FUNCTIONS: dict[str, Callable[..., float]] = {
     "sqrt": math.sqrt, "round": round, "abs": abs,
 }
 COMPARISONS: dict[type, str] = {ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
+
+
+_T = TypeVar("_T")
 
 
 class ExprError(ValueError):
@@ -48,8 +55,8 @@ class Expr:
         except (ArithmeticError, ValueError, TypeError) as exc:  # (ZeroDivisionError, OverflowError;
             # math domain; max() of nothing)
             raise ExprError(f"{self.text!r} cannot be evaluated for {_shown(self.names, env)}: {exc}") from None
-        if isinstance(value, complex) or not math.isfinite(value):
-            raise ExprError(f"{self.text!r} is {value} for {_shown(self.names, env)}: not a finite real number")
+        if isinstance(value, complex) or not _finite(value):
+            raise ExprError(f"{self.text!r} is {_number(value)} for {_shown(self.names, env)}: not a finite real number")
         return value
 
     def evaluate_int64(self, env: Mapping[str, float]) -> float:
@@ -62,6 +69,22 @@ class Expr:
         return value
 
 
+def _finite(value: float) -> bool:
+    """A float, or an int a float can hold (an integer of 400 digits is exact to Python, but
+    math.isfinite raised OverflowError on it: a traceback from a study file's constant)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _number(value: complex) -> str:
+    """A value for a message: an integer past the float range as its size, not 400 digits."""
+    if isinstance(value, int) and not _finite(value):
+        return f"an integer of {len(str(abs(value)))} digits"
+    return str(value)
+
+
 def _shown(names: frozenset[str], env: Mapping[str, float]) -> str:
     return ", ".join(f"{n} = {env[n]}" for n in sorted(names) if n in env) or "its constants"
 
@@ -70,6 +93,8 @@ def _check(node: ast.AST, names: set[str]) -> None:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise ExprError(f"only numbers are allowed as constants, got {node.value!r}")
+        if not _finite(node.value):  # (1e400 is inf to Python; its message had shown '1e309')
+            raise ExprError("a number past the float range (at most about 1.8e308)")
     elif isinstance(node, ast.Name):
         names.add(node.id)
     elif (dotted := _dotted(node)) is not None:  # a workload's metric: kws.latency_ms
@@ -110,8 +135,8 @@ def _constant(node: ast.expr) -> float | None:
         value = _eval(node, {})
     except (ArithmeticError, ValueError, TypeError) as exc:
         raise ExprError(f"'{ast.unparse(node)}' cannot be evaluated: {exc}") from None
-    if isinstance(value, complex) or not math.isfinite(value):
-        raise ExprError(f"'{ast.unparse(node)}' is {value}: not a finite real number")
+    if isinstance(value, complex) or not _finite(value):
+        raise ExprError(f"'{ast.unparse(node)}' is {_number(value)}: not a finite real number")
     return value
 
 
@@ -131,6 +156,21 @@ def _check_constants(node: ast.expr) -> None:
             _check_constants(arg)
 
 
+def _nested(parse_fn: Callable[[str], _T]) -> Callable[[str], _T]:
+    """``parse_fn`` with Python's recursion limit as an ExprError: a sum of 5,000 terms is a tree
+    that deep, and ast's parser or the checks above ran out of stack with a traceback."""
+
+    @functools.wraps(parse_fn)
+    def parse_fn_checked(text: str) -> _T:
+        try:
+            return parse_fn(text)
+        except RecursionError:
+            raise ExprError(f"{short_repr(text)} is nested too deeply (or too long) to read") from None
+
+    return parse_fn_checked
+
+
+@_nested
 def parse(text: str) -> Expr:
     """Parse an arithmetic expression; :class:`ExprError` says why it is not allowed."""
     try:
@@ -143,6 +183,7 @@ def parse(text: str) -> Expr:
     return Expr(str(text), tree, frozenset(names))
 
 
+@_nested
 def parse_comparison(text: str) -> tuple[Expr, str, Expr]:
     """``"lhs <= rhs"`` -> (lhs, op, rhs) with op in ``<= < >= >``."""
     try:

@@ -211,6 +211,8 @@ def test_bad_constraints(tmp_path: Path) -> None:
     assert "s.yaml:12: constraints[1]: unknown name(s) watts" in msg, msg
     msg = _error(tmp_path, GOOD + "constraints: [area_mm2 + 4]\n")
     assert "constraints[0]: expected 'METRIC <= VALUE'" in msg, msg
+    msg = _error(tmp_path, GOOD + f"constraints: [area_mm2 <= {'9' * 401}]\n")
+    assert "s.yaml:12: constraints[0]: " in msg and "a number past the float range" in msg, msg
     bad_fps = GOOD.replace("    layers:", "    constraints: ['latency_ms <= 1000 / fps']\n    layers:")
     assert "workloads[0].fps: a constraint uses fps" in _error(tmp_path, bad_fps)
 
@@ -293,6 +295,11 @@ def test_a_workloads_metric_is_one_name() -> None:
     ("max() + rows", "'max()' cannot be evaluated"),
     ("rows + (-1) ** 0.5", "not a finite real number"),
     ("rows + 1e308 * 10", "is inf: not a finite real number"),
+    # an integer past the float range: math.isfinite raised OverflowError (a traceback, exit 1)
+    ("rows + " + "9" * 401, "a number past the float range"),
+    ("rows + 1e400", "a number past the float range"),  # (it read '1e309' is inf)
+    ("10 ** 300 * 10 ** 300 + rows", "'10 ** 300 * 10 ** 300' is an integer of 601 digits: not a finite"),
+    ("rows + " + "+".join(["1"] * 5000), "is nested too deeply (or too long) to read"),  # (a RecursionError)
 ])
 def test_parts_without_names_are_evaluated_when_parsed(text: str, why: str) -> None:
     """They fail for every design: the file's mistake, not each trial's."""
