@@ -9,7 +9,9 @@ without re-reading the file.
 
 from __future__ import annotations
 
+import keyword
 import os
+import re
 import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,7 +42,8 @@ class _Strict(BaseModel):
 class WorkloadSpec(_Strict):
     """One network of the scenario."""
 
-    name: str = Field(description="Short name, used in metric names (NAME.latency_ms).")
+    name: str = Field(description="Short name, used in metric names (NAME.latency_ms): an identifier.",
+                      json_schema_extra={"pattern": r"^[^.\s0-9-][^.\s-]*$", "not": {"enum": keyword.kwlist}})
     model: str | None = Field(None, description="A zoo model name or an ONNX path (relative to the study file).")
     layers: list[dict[str, Any]] | None = Field(
         None, min_length=1, description="Instead of a model: layers in the layer-file format (kind: conv2d, ...).")
@@ -58,8 +61,8 @@ class KnobSpec(_Strict):
                              "levels.buffer.capacity (not with presets).")
     choices: list[Any] | None = Field(  # (any items here: the hardware field's own check says what it wants)
         None, min_length=1,
-        json_schema_extra={"items": {"type": ["boolean", "integer", "number", "string", "null"]}},
-        description="Categorical values (numbers, strings, booleans or null).")
+        json_schema_extra={"items": {"type": ["boolean", "integer", "number", "string", "null"]}, "uniqueItems": True},
+        description="Categorical values (numbers, strings, booleans or null), each once.")
     presets: dict[str, dict[str, Any]] | None = Field(
         None, min_length=1, description="Named choices that each set several fields: {LABEL: {PATH: VALUE}}, "
         "e.g. a dataflow that changes the systolic mode, a PE register and a constraint together.")
@@ -109,14 +112,19 @@ class MapperSpec(_Strict):
                          "(map_model workers); use with --workers 1.")
 
 
+FOLDER_NAME = r"^[^./\\\s-][^/\\\s]*$"
+"""A study's name: its output folder under runs/ (no separator, no space, not hidden, not an option)."""
+
+
 class StudySpec(_Strict):
     """A study file."""
 
-    name: str
+    name: str = Field(description="The study's name; its output folder is runs/NAME.",
+                      json_schema_extra={"pattern": FOLDER_NAME})
     hardware: str = Field(description="Base hwconfig: a shipped name (tiny, ar_glasses_npu) or a YAML path.")
     workloads: list[WorkloadSpec] = Field(min_length=1)
     knobs: dict[str, KnobSpec] = Field(default_factory=dict, json_schema_extra={"propertyNames": {
-        "pattern": r"^[^.\s0-9][^.\s]*$", "not": {"enum": list(TAKEN_NAMES)}}})
+        "pattern": r"^[^.\s0-9][^.\s]*$", "not": {"enum": [*TAKEN_NAMES, *keyword.kwlist]}}})
     objectives: list[ObjectiveSpec] = Field(min_length=1)
     constraints: list[str] = Field(default_factory=list, json_schema_extra={"uniqueItems": True},
                                    description="e.g. 'area_mm2 <= 4'.")
@@ -230,6 +238,10 @@ def _knob(name: str, spec: KnobSpec, base: dict[str, Any], lines: LineMap, at: t
             if choice is not None and not isinstance(choice, (int, float, str, bool)):  # (null: an unset field)
                 raise lines.error((*at, "choices", i), f"expected a number, string or boolean, got {choice!r} "
                                   "(several fields at once: presets)")
+            same = [j for j, c in enumerate(spec.choices[:i])  # (equal as JSON: 8 and 8.0, not true and 1)
+                    if isinstance(c, bool) == isinstance(choice, bool) and c == choice]
+            if same:  # (a grid point spent twice, and the samplers drew it twice as often)
+                raise lines.error((*at, "choices", i), f"{choice!r} is listed twice (first at choices[{same[0]}])")
         return knob
     if spec.low is None or spec.high is None:
         raise lines.error(at, "a range needs both low and high")
@@ -478,6 +490,9 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     src = Path(path)
     base_dir = Path(root) if root is not None else src.parent
     spec, lines = read_spec(src)
+    if not re.fullmatch(FOLDER_NAME, spec.name):  # ("" wrote into runs/, "../x" two folders up)
+        raise lines.error(("name",), f"study name {spec.name!r} names its output folder runs/NAME: expected no "
+                          "'/', no space, and no '.' or '-' first")
     hw = spec.hardware
     hw_path = base_dir / hw if hw.endswith((".yaml", ".yml")) and not Path(hw).is_absolute() else hw
     try:
@@ -490,7 +505,7 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     knob_names = {k.name for k in knobs}
     taken = set(TAKEN_NAMES)
     for n in spec.knobs:
-        if n in taken or "." in n or not n.isidentifier():
+        if n in taken or "." in n or not n.isidentifier() or keyword.iskeyword(n):
             raise lines.error(("knobs", n), f"knob name {n!r} must be an identifier that is not a metric, "
                               f"'fps' or a column of the trials table (taken: {', '.join(sorted(taken))})")
     for k in knobs:
@@ -503,6 +518,9 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
         raise lines.error(("knobs",), str(exc)) from None
     names = [w.name for w in spec.workloads]
     for i, w in enumerate(spec.workloads):
+        if not w.name.isidentifier() or keyword.iskeyword(w.name):  # (constraints read NAME.latency_ms)
+            raise lines.error(("workloads", i, "name"), f"workload name {w.name!r} must be an identifier (it "
+                              "names the workload's metrics, NAME.latency_ms, in constraints and objectives)")
         if w.name in names[:i]:  # (at the second use: the first was fine when it was written)
             raise lines.error(("workloads", i, "name"), f"workload name {w.name!r} is used twice (first at "
                               f"workloads[{names.index(w.name)}])")

@@ -35,6 +35,15 @@ VARIANTS = {
                            False),
     "boolean choices": (_knob("mc", {"path": "levels.buffer.multicast", "choices": [True, False]}), True),
     "null, an unset optional field": (_knob("bw", {"path": "levels.buffer.read_bw", "choices": [None, 4]}), True),
+    "a choice twice": (_knob("rf", {"path": "levels.rf.capacity", "choices": [8, 16, 8.0]}), False),
+    "a knob named like a keyword": (_knob("lambda", {"path": "levels.rf.capacity", "choices": [8, 16]}), False),
+    "an empty study name": ({"name": ""}, False),
+    "a study name with a space": ({"name": "my study"}, False),
+    "a unicode study name": ({"name": "größe-v1.2"}, True),
+    "a workload named like a keyword": ({"workloads": [{"name": "class", "layers": [{"kind": "matmul", "m": 8,
+                                                                                     "k": 8, "n": 8}]}]}, False),
+    "a dashed workload name": ({"workloads": [{"name": "k-ws", "layers": [{"kind": "matmul", "m": 8, "k": 8,
+                                                                           "n": 8}]}]}, False),
 }
 
 
