@@ -14,10 +14,13 @@ import io
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from costmodel.atomic import atomic_write_all
 from costmodel.yamlio import format_path
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SECTIONS = ("summary", "pareto", "ppa", "energy", "latency", "roofline", "utilization", "area", "importance")
 MAP_SECTIONS = ("summary", "energy", "latency", "roofline", "utilization", "area")
@@ -62,10 +65,6 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     # each design once: a revisited design (same_as) would weigh its knob values twice
     importance = main_effects(table[table["same_as"].isna()], [k.name for k in study.sampled_knobs], objectives)
 
-    ppa_cols = ["trial", *knobs, *dict.fromkeys([*objectives, "area_mm2", "power_mw", "latency_ms",
-                                                 "energy_uj", "utilization"])]
-    ppa = front[ppa_cols].head(30)
-    metric_fmt = {c: "{:.4g}" for c in ppa_cols if c not in ("trial", *knobs)}
     n_feas = int(table["feasible"].sum())
     m = study.spec.mapper
     workloads = ", ".join(f"{w.name} ({w.model or f'{len(w.layers or [])} inline layers'})"
@@ -83,14 +82,22 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
         Section("summary", "Summary", summary),
         Section("pareto", "Pareto front", "Feasible designs coloured by area; grey: infeasible.",
                 png=figures.render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs))),
-        Section("ppa", "PPA summary of the Pareto designs", "", ppa.style.set_uuid("ppa").format(metric_fmt)
-                .hide(axis="index").to_html()),
+        Section("ppa", "PPA summary of the Pareto designs", "", ppa_table(front, knobs, objectives)),
         *design_secs,
         Section("importance", "Knob importance", "Main-effect share of each objective's (log) variance.",
                 png=figures.render("importance", lambda: plots.knob_importance(importance))),
     ]
     figures.write(render(f"Study report: {study.name}", sections), SECTIONS)
     return output
+
+
+def ppa_table(front: pd.DataFrame, knobs: list[str], objectives: list[str]) -> str:
+    """The HTML table of every Pareto design: its trial, knobs and PPA metrics. (All of them: it
+    had stopped at 30 rows without a word; the page PNG shows the first rows and says how many more.)"""
+    cols = ["trial", *knobs, *dict.fromkeys([*objectives, "area_mm2", "power_mw", "latency_ms", "energy_uj",
+                                             "utilization"])]
+    metric_fmt = {c: "{:.4g}" for c in cols if c not in ("trial", *knobs)}
+    return front[cols].style.set_uuid("ppa").format(metric_fmt).hide(axis="index").to_html()
 
 
 class Figures:

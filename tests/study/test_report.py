@@ -8,6 +8,7 @@ import re
 import struct
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -80,6 +81,19 @@ def test_page_png_holds_every_section(report: Path) -> None:
         assert (s.png == want.read_bytes()) if s.id in PLOTS else s.png is None
     ppa = next(s for s in sections if s.id == "ppa").table
     assert "rows" in ppa[0] and len(ppa) >= 2
+
+
+def test_the_ppa_table_lists_every_pareto_design() -> None:
+    """It stopped at 30 rows without a word (a 40-design front showed 30)."""
+    from dse.report import ppa_table
+    from dse.report.page import _strip
+
+    n = 40
+    front = pd.DataFrame({"trial": range(n), "rows": range(1, n + 1), "area_mm2": np.linspace(1, 2, n),
+                          **{c: np.ones(n) for c in ("power_mw", "latency_ms", "energy_uj", "utilization")}})
+    rows = re.findall(r"<tr>(.*?)</tr>", ppa_table(front, ["rows"], ["area_mm2"]), re.DOTALL)
+    assert len(rows) == n + 1  # (and the header)
+    assert [_strip(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[-1])][:3] == ["39", "40", "2"]
 
 
 def test_main_effects_hand_worked() -> None:
@@ -280,8 +294,6 @@ def test_report_of_a_study_whose_knobs_are_plain_numbers(tmp_path: Path) -> None
     """A capacity and a clock given as bare numbers (words, Hz): the trials table holds them as
     numpy integers, which the report's design must take as the numbers they are (it was a bare
     AssertionError)."""
-    import numpy as np
-
     from dse.report import write_report
     from dse.study.design import build_arch
     from dse.study.runner import read_study
