@@ -3,8 +3,9 @@
 Columns: ``trial``, ``state``, ``same_as`` (the first earlier trial of the same design, which a
 revisited design's evaluation copies; a nullable integer; taken from the trials' parameters, so that
 it does not depend on which worker finished first), ``feasible``, ``invalid`` (reason, for pruned designs), every knob
-(derived ones included), every metric, and ``violation:<constraint>`` -- all of them even when no
-trial has values for them yet. ``write_tables`` writes ``trials.csv`` and ``trials.parquet``
+(derived ones included; an integer knob a nullable integer, as ``same_as``, so that a trial still
+running does not turn its column into floats), every metric, and ``violation:<constraint>`` -- all
+of them even when no trial has values for them yet. ``write_tables`` writes ``trials.csv`` and ``trials.parquet``
 (pyarrow; atomically: never a partial file).
 """
 
@@ -52,6 +53,10 @@ def trials_table(study: Study, ost: optuna.Study) -> pd.DataFrame:
                *metric_names(study.workload_names), *(f"violation:{c.key}" for c in study.constraints)]
     table = pd.DataFrame(rows, columns=columns)
     table["same_as"] = table["same_as"].astype("Int64")
+    for k in knob_names:  # (a RUNNING trial has no values yet: the column stays integer, not 512.0)
+        values = [r[k] for r in rows if r[k] is not None]
+        if values and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values):
+            table[k] = table[k].astype("Int64")
     return table
 
 

@@ -86,6 +86,21 @@ def test_tables_round_trip(grid_run, tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*tmp"))
 
 
+def test_a_running_trial_leaves_integer_knobs_integers(tmp_path: Path) -> None:
+    """A trial still running has no knob values yet: its empty cells had turned every integer knob
+    column into floats (512.0 in trials.csv) until the sweep ended, so the files' types depended on
+    when they were written."""
+    res = run_study(small_study(tmp_path, trials=2))
+    res.optuna_study.ask()  # (RUNNING, no parameters yet: as a worker's trial between ask and tell)
+    table = trials_table(res.study, res.optuna_study)
+    assert table["state"].tolist() == ["COMPLETE", "COMPLETE", "RUNNING"]
+    for k in ("rows", "cols", "glb", "pes"):
+        assert str(table[k].dtype) == "Int64" and table[k].isna().tolist() == [False, False, True], k
+    write_tables(table, tmp_path)
+    assert pd.read_csv(tmp_path / "trials.csv", dtype=str)["pes"].tolist()[:2] == [str(int(v)) for v in table["pes"][:2]]
+    assert pd.read_parquet(tmp_path / "trials.parquet")["pes"].dtype.kind == "i"
+
+
 def test_parquet_mixed_choices_as_text(tmp_path: Path) -> None:
     """A knob whose choices mix numbers and text cannot be one Parquet type: it is written as text."""
     table = pd.DataFrame({"trial": [0, 1], "mode": [4, "auto"], "energy_pj": [1.0, 2.0]})
