@@ -10,6 +10,7 @@ and budget, so this reproduces the trial's numbers).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import warnings
 from collections.abc import Callable
@@ -131,8 +132,15 @@ class Figures:
         """The page and its figures, all at once; then the figures of report sections outside
         ``sections`` go: a study report written earlier to the same name would leave its Pareto
         front and knob importance beside a design report that has neither."""
+        made = not self.folder.exists()
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_all({**self.files, self.output: html.encode("utf-8")})
+        try:
+            atomic_write_all({**self.files, self.output: html.encode("utf-8")})
+        except BaseException:
+            if made:  # (a full disk or Ctrl-C: no empty <stem>_files/ left behind)
+                with contextlib.suppress(OSError):
+                    self.folder.rmdir()
+            raise
         for name in set(SECTIONS) - set(sections):
             for ext in ("png", "svg"):
                 (self.folder / f"{name}.{ext}").unlink(missing_ok=True)

@@ -422,3 +422,22 @@ def test_a_read_only_study_folder_can_be_read(report: Path, tmp_path: Path, monk
     study, ost = read_study(folder)
     assert len(trials_table(study, ost)) > 0
     assert write_report(folder, tmp_path / "r.html").exists()
+
+
+def test_a_failed_write_leaves_no_empty_figures_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk while writing the report: the error, and no empty <stem>_files/ folder left (a
+    folder that was there before stays)."""
+    import dse.report as report_mod
+
+    def full(files: dict) -> None:
+        raise UserError("no space left on device")
+
+    monkeypatch.setattr(report_mod, "atomic_write_all", full)
+    figures = report_mod.Figures(tmp_path / "rep.html")
+    with pytest.raises(UserError):
+        figures.write("<html></html>", SECTIONS)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "rep_files").mkdir()
+    with pytest.raises(UserError):
+        figures.write("<html></html>", SECTIONS)
+    assert [p.name for p in tmp_path.iterdir()] == ["rep_files"]
