@@ -145,6 +145,15 @@ def _find_target(fingerprint: str) -> Target:
                     f"{_HWCONFIGS} has it; pass the config (hw, the CLI's --hw)")
 
 
+class InputError(UserError):
+    """An input array the binary cannot take (shape, dtype, range); ``name`` says which input, so
+    that a caller who read it from a file can name the file."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
 def _place_inputs(state: MachineState, program: Program, inputs: dict[str, np.ndarray]) -> None:
     wanted = {io.name: io for io in program.io if io.direction == "input"}
     if not isinstance(inputs, dict):
@@ -157,7 +166,10 @@ def _place_inputs(state: MachineState, program: Program, inputs: dict[str, np.nd
     if missing:
         raise UserError(f"missing input(s) {missing}; the binary's inputs are {sorted(wanted)}")
     for name, io in wanted.items():
-        image = np.frombuffer(layout.pack(_convert(np.asarray(inputs[name]), io), io), dtype=np.uint8)
+        try:
+            image = np.frombuffer(layout.pack(_convert(np.asarray(inputs[name]), io), io), dtype=np.uint8)
+        except UserError as exc:
+            raise InputError(name, str(exc)) from None
         if io.addr + image.size > state.dram.size:
             raise UserError(f"input {name!r}: [{io.addr}, +{image.size}) lies outside the {state.dram.size}-byte "
                             f"memory map")

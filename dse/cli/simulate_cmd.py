@@ -23,7 +23,8 @@ from costmodel.errors import UserError
 from dse.cli.params import path_argument, path_option
 
 
-def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
+def _read_inputs(specs: list[str], names: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The arrays of the ``--input`` specs by input name, and the file each came from."""
     from dse.cli.arrays import read_npy
 
     named: dict[str, str] = {}
@@ -43,7 +44,7 @@ def _read_inputs(specs: list[str], names: list[str]) -> dict[str, Any]:
         raise UserError(f"--input: {len(plain)} unnamed file(s) but only {len(free)} unassigned input(s) "
                         f"{free}; the binary's inputs are {names} (use NAME=PATH.npy)")
     named.update(zip(free, plain, strict=False))
-    return {name: read_npy(path, f"--input {name}") for name, path in named.items()}
+    return {name: read_npy(path, f"--input {name}") for name, path in named.items()}, named
 
 
 def _save_npy(array: Any, path: Path) -> None:
@@ -88,12 +89,13 @@ def simulate(
     from compiler.isa.binary import read_binary
     from compiler.sim import SimError
     from compiler.sim import simulate as run
+    from compiler.sim.run import InputError
 
     if no_timing and gemm_timing is not None:
         raise UserError("--gemm-timing sets the timing model, which --no-timing turns off: give one of them")
     program = read_binary(binary)
     names = [io.name for io in program.io if io.direction == "input"]
-    arrays = _read_inputs(inputs or [], names)
+    arrays, sources = _read_inputs(inputs or [], names)
     folder = out if out is not None else binary.with_suffix(".out")
     if out is None and folder == binary:  # (a binary named prog.out; a --out naming a file is refused below)
         folder = binary.with_name(binary.name + ".out")
@@ -107,6 +109,8 @@ def simulate(
         result = run(program, arrays, timing=not no_timing, arch=hw, gemm_timing=gemm_timing)
     except SimError as exc:  # a defect of this binary: name it
         raise UserError(f"{binary}: {exc}") from None
+    except InputError as exc:  # an input this binary cannot take: name its file
+        raise UserError(f"{sources[exc.name]}: {exc}") from None
     checks = []
     if check is not None:
         from compiler.sim.check import check_outputs

@@ -296,3 +296,15 @@ def test_an_explicit_out_naming_the_binary_is_refused(binary, run):
     p = run("simulate", str(path), "--input", str(a), "--out", str(path))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and f"({path} is a file, not a folder)" in p.stderr
     assert not path.with_name(path.name + ".out").exists()
+
+
+@pytest.mark.parametrize(("array", "why"), [
+    (np.zeros((9, 31), np.int8), "input 'a': shape [9, 31], the binary expects [9, 32]"),
+    (np.full((9, 32), 300, np.int16), "input 'a': values [300, 300] do not fit int8"),
+])
+def test_an_input_the_binary_cannot_take_names_its_file(run, binary, tmp_path, array, why):
+    """Shape, dtype and range errors named the input but not the .npy file it came from."""
+    path, _, _ = binary
+    np.save(tmp_path / "mine.npy", array)
+    p = run("simulate", str(path), "--input", f"a={tmp_path / 'mine.npy'}", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and p.stderr == f"error: {tmp_path / 'mine.npy'}: {why}\n"
