@@ -132,6 +132,20 @@ def calibration_feeds(model, calibration: Mapping[str, np.ndarray] | None, seed:
     return [{n: rng.standard_normal(s).astype(np.float32) for n, (s, _) in specs.items()} for _ in range(samples)]
 
 
+def _unusable_scale(qmodel) -> str | None:
+    """The first QuantizeLinear / DequantizeLinear scale that is not a finite positive number, as
+    ``tensor 'x' the scale inf``, else None."""
+    from onnx import numpy_helper
+
+    inits = {t.name: t for t in qmodel.graph.initializer}
+    for node in qmodel.graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear") and len(node.input) > 1 and node.input[1] in inits:
+            scale = numpy_helper.to_array(inits[node.input[1]])
+            if not (np.isfinite(scale).all() and (scale > 0).all()):
+                return f"tensor {node.input[0]!r} the scale {scale.flat[int(np.argmin(np.isfinite(scale)))]}"
+    return None
+
+
 def _spatial_means_as_gap(model) -> int:
     """Rewrite ReduceMean(axes = H, W of a 4-D tensor, keepdims = 1) as GlobalAveragePool, in place;
     returns how many nodes were rewritten."""
@@ -218,16 +232,25 @@ def quantize_model(src: str | Path, dst: str | Path, *, calibration: Mapping[str
                     extra = {"WeightSymmetric": True}
                     if overrides := _const_lhs_overrides(pre):
                         extra["TensorQuantOverrides"] = overrides
-                    quantize_static(str(pre), tmp, _Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, reduce_range=True,
-                                    extra_options=extra)
+                    # (numpy's warnings from inside its calibrator, e.g. "All-NaN axis" when activations
+                    # overflow, are not the user's lines: the failure below says what happened)
+                    with warnings.catch_warnings(), np.errstate(all="ignore"):
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        quantize_static(str(pre), tmp, _Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                                        reduce_range=True, extra_options=extra)
                 except UserError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - ORT's quantizer rejects the graph: say why
                     msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     msg = re.sub(r"Load model from \S+ failed:", "", msg)  # (a temp file of its own)
-                    raise UserError(f"{src}: onnxruntime.quantization cannot quantize this graph ({msg})") from None
+                    given = (" with the given calibration data (are its values in the range the model expects? "
+                             "activations past float32's range fail)") if calibration is not None else ""
+                    raise UserError(f"{src}: onnxruntime.quantization cannot quantize this graph{given} ({msg})") from None
             qmodel = onnx.load(tmp)
+            if bad := _unusable_scale(qmodel):  # (found here, not as an io tensor's scale in the lowering)
+                raise UserError(f"{src}: quantization gave {bad}: the calibration data's activations leave "
+                                "float32's range" + ("" if calibration is not None else " on random inputs"))
             if not any(n.op_type == "QuantizeLinear" for n in qmodel.graph.node):
                 raise UserError(f"{src}: quantization produced no QuantizeLinear node: the graph has no op "
                                 "onnxruntime quantizes (Conv, MatMul, Gemm, Add, pooling)")

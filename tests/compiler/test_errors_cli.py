@@ -113,6 +113,19 @@ def test_missing_model_and_wrong_calibration(tmp_path):
         compile_model(tmp_path / "g.onnx", Target(), calibration={"x": np.zeros((2, 1, 8), np.float32)})
 
 
+def test_calibration_past_the_float_range_is_blamed(tmp_path, capfd):
+    """Calibration values whose activations overflow float32: the error blames the calibration data
+    (it named an io tensor's scale of inf, or blamed the graph), and numpy's warnings from inside
+    onnxruntime's calibrator ("All-NaN axis encountered") are not printed."""
+    onnx.save(graphs.gemm(np.random.default_rng(0), 1, 8, 4), tmp_path / "g.onnx")
+    huge = np.random.default_rng(1).uniform(1e37, 3e38, (4, 1, 8)).astype(np.float32)
+    capfd.readouterr()
+    with pytest.raises(UserError, match=r"g\.onnx: quantization gave tensor '\w+' the scale inf: the calibration "
+                       r"data's activations leave float32's range$"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={"x": huge})
+    assert "RuntimeWarning" not in capfd.readouterr().err
+
+
 def test_layer_too_big_for_the_scratchpad(tmp_path):
     tiny = Target(spad_bytes=4096, acc_bytes=4096)  # 256 SPAD rows; weights alone need 3*3*4*4*16 rows
     onnx.save(graphs.conv(np.random.default_rng(0), 64, 64, (3, 3), (1, 1), (1, 1, 1, 1), (8, 8)), tmp_path / "c.onnx")
