@@ -90,6 +90,8 @@ def _parse(data: bytes) -> Program:
     if flags:
         raise UserError(f"unknown header flags 0x{flags:04x}")
     fingerprint = fp_raw.decode("ascii", errors="replace")
+    if count != len(Section):  # (0 had read as "N unexpected bytes after the last section")
+        raise UserError(f"section_count {count}, expected {len(Section)}")
     payloads: dict[Section, bytes] = {}
     pos = HEADER.size
     for k in range(count):
@@ -103,6 +105,9 @@ def _parse(data: bytes) -> Program:
             raise UserError(f"unknown section id {sid} (section {k + 1})") from None
         if section in payloads:
             raise UserError(f"section {section.name} appears twice")
+        if payloads and section < max(payloads):  # (the format's order: equal programs, equal files)
+            raise UserError(f"section {section.name} after section {max(payloads).name}: expected the sections "
+                            "in id order")
         if pos + length > len(data):
             raise UserError(f"truncated: section {section.name} declares {length} bytes, {len(data) - pos} remain")
         payload = data[pos : pos + length]
@@ -161,5 +166,8 @@ def _debug(rows: list) -> dict[int, DebugEntry]:
             raise UserError(f"section DEBUG: entry {k} is not [index, node, tile]")
         if row[0] in out:
             raise UserError(f"section DEBUG: instruction {row[0]} has two entries")
+        if out and row[0] < max(out):  # (the format's order, as the writer's)
+            raise UserError(f"section DEBUG: entry {k} (instruction {row[0]}) after instruction {max(out)}: "
+                            "expected the entries sorted by index")
         out[row[0]] = DebugEntry(row[1], row[2])
     return out

@@ -176,3 +176,28 @@ def test_fuzz_mutations_of_a_valid_file(edits, fix_crc, cut):
         from_bytes(bytes(data))
     except UserError:
         pass
+
+
+def _rebuilt(payloads: list[tuple[int, bytes]], count: int | None = None) -> bytes:
+    """A file image of these (id, payload) sections in this order, with valid CRCs (written here,
+    not by the writer, which emits only the canonical form)."""
+    head = bytearray(VALID[:HEADER.size])
+    struct.pack_into("<I", head, HEADER.size - 8, len(payloads) if count is None else count)
+    body = b"".join(SECTION.pack(sid, len(p), zlib.crc32(p)) + p for sid, p in payloads)
+    return _recrc(bytearray(bytes(head) + body))
+
+
+def test_what_the_format_requires_of_the_section_table():
+    """section_count 6, sections in id order, DEBUG sorted by index (binary-format.md): a file that
+    broke the order had run, and disasm-asm then gave another file; a wrong count was reported as
+    unexpected bytes or a truncated section header."""
+    parts = [(sid, VALID[off:off + length]) for sid, off, length in sections(VALID)]
+    assert from_bytes(_rebuilt(parts)) == small_program()  # (the helper itself)
+    for count in (0, 7, 2**32 - 1):
+        with pytest.raises(UserError, match=f"^<bytes>: section_count {count}, expected 6$"):
+            from_bytes(_rebuilt(parts, count))
+    with pytest.raises(UserError, match="section INSN after section CONST: expected the sections in id order"):
+        from_bytes(_rebuilt([parts[1], parts[0], *parts[2:]]))
+    debug = b'[[2,"b",""],[1,"a",""]]'
+    with pytest.raises(UserError, match=r"section DEBUG: entry 1 \(instruction 1\) after instruction 2: expected"):
+        from_bytes(_rebuilt([*parts[:5], (6, debug)]))
