@@ -33,7 +33,7 @@ from costmodel.atomic import (
     refuse_overwriting,
     same_file,
 )
-from costmodel.errors import UserError
+from costmodel.errors import UserError, placed
 
 
 @dataclass
@@ -132,7 +132,10 @@ def compile_full(model: str | Path, arch: Any, *, calibration: Mapping[str, np.n
         qdq = Path(work) / "model.q.onnx"
         quantize_model(src, qdq, calibration=calibration, seed=seed)
         stats: dict = {}
-        program, layers = lower_qdq(qdq, target, arch=hw, seed=seed, stats=stats)
+        try:
+            program, layers = lower_qdq(qdq, target, arch=hw, seed=seed, stats=stats)
+        except UserError as exc:  # (a node of the quantized model: the user's file is the model)
+            raise placed(exc, str(model)) from None
         kept = None
         if qdq_out is not None:
             kept = atomic_write_bytes(qdq_out, qdq.read_bytes())
