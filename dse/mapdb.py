@@ -132,14 +132,27 @@ class MappingDB:
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"{self.path}: cannot open the mapping database ({exc})") from None
         try:
-            self._setup()
-            columns = tuple(row[1] for row in self._con.execute("PRAGMA table_info(mappings)"))
+            # another tool's file fails now, not after the search, and before _setup writes to it
+            foreign = self._foreign()
+            if foreign is None:
+                self._setup()
+                foreign = self._foreign()
         except sqlite3.Error as exc:
             self._con.close()
             raise self._error(exc, "open") from None
-        if columns != _COLUMNS:  # another tool's table: fail now, not after the search
+        if foreign is not None:
             self._con.close()
-            raise self._damaged(f"its table 'mappings' has columns {', '.join(columns)}")
+            raise self._damaged(foreign)
+
+    def _foreign(self) -> str | None:
+        """Why the file is another tool's database (tables, but not our 'mappings'), or None."""
+        tables = [row[0] for row in self._con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        if not tables:
+            return None
+        if "mappings" not in tables:
+            return f"it holds the tables {', '.join(sorted(tables))}, not 'mappings'"
+        columns = tuple(row[1] for row in self._con.execute("PRAGMA table_info(mappings)"))
+        return None if columns == _COLUMNS else f"its table 'mappings' has columns {', '.join(columns)}"
 
     def _damaged(self, reason: object) -> UserError:
         """A damaged or foreign file is the user's to replace; say so rather than show sqlite's traceback."""

@@ -47,14 +47,24 @@ def _foreign(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("make, reason", [(_corrupt, "malformed"), (_foreign, "columns x")])
+def _other_application(path: Path) -> Path:
+    _sql(path, "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+    return path
+
+
+@pytest.mark.parametrize("make, reason", [(_corrupt, "malformed"), (_foreign, "columns x"),
+                                          (_other_application, "it holds the tables notes, not 'mappings'")])
 def test_damaged_or_foreign_file_is_one_user_error(tmp_path: Path, make, reason: str) -> None:
+    """... and the file is left as it was: another application's SQLite file had a 'mappings' table
+    added to it (and its journal switched to WAL)."""
     path = make(tmp_path / "m.sqlite")
+    before = path.read_bytes()
     with pytest.raises(UserError) as err, MappingDB(path) as db:
         db.get(KEY)
     text = str(err.value)
     assert text.startswith(f"{path}: not a mapping database of this tool, or damaged") and reason in text
     assert "delete it or pass another --db" in text and "\n" not in text
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("column, value", [("metrics", "'not json'"), ("mapping", "'[1, 2]'"),
