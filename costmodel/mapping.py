@@ -17,6 +17,7 @@ Tensors are kept where the level ``holds`` them and the mapping does not ``bypas
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -141,6 +142,19 @@ class Mapping:
     def problem_for(self, problem: Problem) -> Problem:
         """The loop nest this mapping executes: ``problem`` with the padded bounds."""
         return padded_problem(problem, dict(self.padded))
+
+    def in_dim_order(self, dim_names: Sequence[str]) -> Mapping:
+        """The same mapping with each level's factors listed in ``dim_names``' order (its loop order
+        is complete, so the listing changes no number). Why: a mapping read back from JSON with
+        sorted keys printed ``x:C2K8`` where the search that found it had printed ``x:K8C2``."""
+        rank = {d: i for i, d in enumerate(dim_names)}
+
+        def ordered(facs: dict[str, int]) -> dict[str, int]:
+            return dict(sorted(facs.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+        return Mapping(tuple(dataclasses.replace(lm, temporal=ordered(lm.temporal), spatial_x=ordered(lm.spatial_x),
+                                                 spatial_y=ordered(lm.spatial_y)) for lm in self.levels),
+                       self.padded)
 
     # ---- accessors -------------------------------------------------------------------------------
     def keeps(self, level: int, tensor: str, arch: Architecture) -> bool:

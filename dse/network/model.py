@@ -77,6 +77,7 @@ def _evaluated(layer_name: str, search: Search, arch: Architecture, stored: Stor
     problem = search.problem
     m = Mapping.from_dict(stored.mapping, arch, where=f"mapping database entry for {layer_name}")
     m.validate(problem, arch, where=f"mapping database entry for {layer_name}")
+    m = m.in_dim_order(problem.dim_names)  # (printed as the search printed it: the row's keys are sorted)
     timing = {k: v for k, v in search.options.items() if k in ("overlap", "systolic_mode")}
     return m, evaluate(problem, arch, m, **timing).to_dict()
 

@@ -100,6 +100,22 @@ def test_serializers_that_sort_keys_keep_the_loop_order():
         assert again == m and evaluate(p, ARCH, again).energy_pj == evaluate(p, ARCH, m).energy_pj
 
 
+def test_a_mapping_in_dim_order_lists_its_factors_as_the_problem_does():
+    """A mapping read back from JSON with sorted keys (the mapping database's rows) printed
+    ``x:C2K8`` where the search had printed ``x:K8C2``: listed in the problem's dims again, it is the
+    same mapping (equal, and equal numbers)."""
+    from costmodel.evaluate import evaluate
+
+    m = good(dram=LevelMapping({"R": 3, "C": 2, "P": 2, "K": 2}, ("K", "C", "P", "R")))
+    m = Mapping((m.levels[0], LevelMapping({"Q": 2, "P": 2}, ("P", "Q"), spatial_x={"K": 2}, spatial_y={"Q": 2}),
+                 m.levels[2]))
+    back = Mapping.from_dict(json.loads(json.dumps(m.to_dict(ARCH), sort_keys=True)), ARCH)
+    listed = back.in_dim_order(PROB.dim_names)
+    assert list(listed.levels[0].temporal) == ["K", "C", "P", "R"] and list(listed.levels[1].temporal) == ["P", "Q"]
+    assert listed == back == m and listed.levels[0].order == m.levels[0].order
+    assert evaluate(PROB, ARCH, listed).to_dict() == evaluate(PROB, ARCH, m).to_dict()
+
+
 def test_named_entries_without_the_config_are_refused():
     data = {"levels": [{"level": "buffer", "temporal": {"K": 8}}, {"level": "DRAM"}, {"level": "rf"}]}
     with pytest.raises(UserError, match=r"levels\[0\]\.level: entries that name their level need the config"):
