@@ -26,6 +26,7 @@ from typing import Any, get_args
 
 from costmodel.arch import Dim
 from costmodel.errors import UserError
+from costmodel.problem import as_int
 
 KNOWN_DIMS = frozenset(get_args(Dim))
 """Every dimension name the Problem constructors use (conv, transposed conv, matmul)."""
@@ -62,12 +63,17 @@ def _dims(value: Any, where: str) -> list[str]:
     return list(value)
 
 
+def _factor(f: Any) -> bool:
+    """A positive integer, and not YAML's ``true`` (an int to Python: it had been taken for 1)."""
+    return as_int(f) is not None and f >= 1
+
+
 def _spatial(value: Any, where: str) -> dict[str, int | None]:
     if isinstance(value, dict):
         out: dict[str, int | None] = {}
         for d, f in value.items():
             _dims([d], where)
-            if f is not None and (not isinstance(f, int) or f < 1):
+            if f is not None and not _factor(f):
                 raise UserError(f"{where}.{d}: expected a positive integer factor, got {f!r}")
             out[d] = f
         return out
@@ -115,7 +121,7 @@ def parse_entries(entries: Any, level_names: tuple[str, ...], where: str) -> dic
                     raise UserError(f"{w}: expected a mapping DIM: factor, got {value!r}")
                 _dims(list(value), w)
                 for d, f in value.items():
-                    if not isinstance(f, int) or f < 1:
+                    if not _factor(f):
                         raise UserError(f"{w}.{d}: expected a positive integer factor, got {f!r}")
                 fields[name] = dict(value)
             elif name == "order":

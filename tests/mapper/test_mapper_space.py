@@ -99,6 +99,9 @@ def test_constraints_from_yaml(tmp_path):
     ({"level": "buffer", "spatial_x": {"K": 4}}, "fan-out is 2"),
     ({"level": "DRAM", "bypass": ["I"]}, "outermost"),
     ({"level": "rf", "shape": 1}, "unknown field"),
+    # YAML's true is an int to Python: it had been taken for the factor 1
+    ({"level": "rf", "temporal": {"K": True}}, r"temporal\.K: expected a positive integer factor, got True"),
+    ({"level": "buffer", "spatial_x": {"K": True}}, r"spatial_x\.K: expected a positive integer factor, got True"),
 ])
 def test_bad_constraints_say_why(entry, match):
     with pytest.raises(UserError, match=match):
