@@ -49,13 +49,24 @@ def read_model(path: Path) -> Any:
 
 
 def _name_nodes(graph: Any) -> None:
-    """Give every node a unique, non-empty name (it becomes the layer's name)."""
-    seen: set[str] = set()
-    for i, node in enumerate(graph.node):
+    """Give every node a unique, non-empty name (it becomes the layer's name). A node keeps its own
+    name when no earlier node has it; the others (unnamed, or a repeat) get one no node has, so a
+    unique name in the file stays the name of its node (``--layer x_1`` had picked a repeat of
+    ``x`` renamed x_1 over the node the file calls x_1)."""
+    nodes = list(graph.node)
+    kept: set[str] = set()
+    renamed = []
+    for i, node in enumerate(nodes):
+        if node.name and node.name not in kept:
+            kept.add(node.name)
+        else:
+            renamed.append(i)
+    for i in renamed:
+        node = nodes[i]
         name = node.name or f"{node.op_type}_{i}"
-        while name in seen:
+        while name in kept:
             name = f"{name}_{i}"
-        seen.add(name)
+        kept.add(name)
         node.name = name
 
 
@@ -93,25 +104,32 @@ def check_opset(model: Any, path: Path) -> None:
 
 
 def _topological_sort(graph: Any, path: Path) -> None:
-    """Reorder nodes producers-first (ONNX requires it; some writers do not comply)."""
+    """Reorder nodes producers-first (ONNX requires it; some writers do not comply), keeping the
+    file's order wherever the data flow allows: the ready node that comes first in the file goes
+    next (a queue had moved an independent node ahead of a valid file's next one, and the layers'
+    order, whose ties follow the file, with it)."""
+    import heapq
+
     producer = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
     nodes = list(graph.node)
     deps = [{producer[t] for t in n.input if t in producer} for n in nodes]
     order: list[int] = []
-    done: set[int] = set()
-    ready = [i for i in range(len(nodes)) if not deps[i]]
     users: dict[int, list[int]] = {}
     for i, d in enumerate(deps):
         for j in d:
             users.setdefault(j, []).append(i)
+    waiting = [len(d) for d in deps]
+    ready = [i for i in range(len(nodes)) if not waiting[i]]
+    heapq.heapify(ready)
     while ready:
-        i = ready.pop(0)
+        i = heapq.heappop(ready)
         order.append(i)
-        done.add(i)
         for u in users.get(i, []):
-            if u not in done and u not in ready and deps[u] <= done:
-                ready.append(u)
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, u)
     if len(order) != len(nodes):
+        done = set(order)
         stuck = next(nodes[i] for i in range(len(nodes)) if i not in done)
         raise UserError(f"{path}: the graph has a cycle through node {stuck.name!r} ({stuck.op_type})")
     if order != list(range(len(nodes))):

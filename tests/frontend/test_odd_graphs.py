@@ -150,3 +150,33 @@ def test_a_sparse_initializer_is_named_as_unsupported_not_as_corruption(tmp_path
     with pytest.raises(UserError, match=rf"^{p}: node 'c' \(Conv\) reads 'w', a sparse initializer; those are not "
                                         "supported: store it as a dense initializer$"):
         import_onnx(p)
+
+
+def test_repeated_node_names_do_not_take_a_unique_name(tmp_path):
+    """Nodes x, x and x_1: the repeat had been renamed x_1, and the node the file calls x_1 x_1_2,
+    so `--layer x_1` picked the wrong node."""
+    nodes = [helper.make_node("MatMul", ["a", "w1"], ["b"], name="x"),
+             helper.make_node("MatMul", ["b", "w2"], ["c"], name="x"),
+             helper.make_node("Softmax", ["c"], ["y"], name="x_1")]
+    p = save(tmp_path / "m.onnx", nodes, [("a", FLOAT, [4, 16])], [("y", FLOAT, None)],
+             [weight("w1", 16, 16), weight("w2", 16, 8)])
+    names = {layer.op_type: layer.name for layer in import_onnx(p).layers() if layer.op_type == "Softmax"}
+    assert names == {"Softmax": "x_1"}
+    assert len({layer.name for layer in import_onnx(p).layers()}) == 3
+
+
+def test_a_valid_file_keeps_its_node_order(tmp_path):
+    """Already producers-first: m1 -> m2, and an independent conv last. The sort had moved the conv
+    ahead of m2 (a queue of ready nodes), and the layers' order with it."""
+    nodes = [helper.make_node("MatMul", ["a", "w1"], ["b"], name="m1"),
+             helper.make_node("MatMul", ["b", "w2"], ["c"], name="m2"),
+             helper.make_node("Conv", ["img", "k"], ["d"], name="cv")]
+    p = save(tmp_path / "m.onnx", nodes, [("a", FLOAT, [16, 16]), ("img", FLOAT, [1, 8, 8, 8])],
+             [("c", FLOAT, None), ("d", FLOAT, None)], [weight("w1", 16, 16), weight("w2", 16, 16),
+                                                       weight("k", 8, 8, 3, 3)])
+    assert [layer.name for layer in import_onnx(p).layers()] == ["m1", "m2", "cv"]
+    # out of order in the file: producers first, otherwise the file's order
+    p = save(tmp_path / "r.onnx", [nodes[1], nodes[2], nodes[0]], [("a", FLOAT, [16, 16]), ("img", FLOAT, [1, 8, 8, 8])],
+             [("c", FLOAT, None), ("d", FLOAT, None)], [weight("w1", 16, 16), weight("w2", 16, 16),
+                                                       weight("k", 8, 8, 3, 3)])
+    assert [layer.name for layer in import_onnx(p).layers()] == ["cv", "m1", "m2"]
