@@ -181,8 +181,8 @@ def assemble(text: str, source: str = "<text>", lines: list[int] | None = None) 
     ``lines`` gets each instruction's line number (for later messages about an instruction)."""
     program = Program(instructions=[])
     const = bytearray()
-    segment_lines: list[int] = []  # the line of each .segment and .io, for a message about it
-    io_lines: list[int] = []
+    segment_lines: list[int] = []  # the line of each .segment, for a message about it
+    io_lines: list[int] = []  # and of each .io
     first: dict[str, int] = {}  # the line of each directive of _ONCE
     for lineno, raw in enumerate(text.split("\n"), 1):
         raw = raw.removesuffix("\r")

@@ -506,8 +506,8 @@ def load_study(path: str | Path, root: str | Path | None = None) -> Study:
     taken = set(TAKEN_NAMES)
     for n in spec.knobs:
         if n in taken or "." in n or not n.isidentifier() or keyword.iskeyword(n):
-            raise lines.error(("knobs", n), f"knob name {n!r} must be an identifier that is not a metric, "
-                              f"'fps' or a column of the trials table (taken: {', '.join(sorted(taken))})")
+            raise lines.error(("knobs", n), f"knob name {n!r} must be an identifier that is not a Python keyword, "
+                              f"a metric, 'fps' or a column of the trials table (taken: {', '.join(sorted(taken))})")
     for k in knobs:
         if k.expr is not None and (bad := sorted(k.expr.names - knob_names)):
             raise lines.error(("knobs", k.name, "expr"), f"unknown knob(s) {', '.join(bad)} "
