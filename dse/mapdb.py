@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 import time
+import urllib.parse
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,10 +140,26 @@ class MappingDB:
                 foreign = self._foreign()
         except sqlite3.Error as exc:
             self._con.close()
-            raise self._error(exc, "open") from None
+            if not (self.path.is_file() and "unable to open" in str(exc)):
+                raise self._error(exc, "open") from None
+            foreign = self._open_read_only(exc)
         if foreign is not None:
             self._con.close()
             raise self._damaged(foreign)
+
+    def _open_read_only(self, exc: sqlite3.Error) -> str | None:
+        """A database whose folder cannot be written (a shared, read-only cache): SQLite's WAL mode
+        needs its -wal and -shm files beside it, so the file is opened as immutable instead: its
+        answers are served, new ones are not kept. Returns :meth:`_foreign`'s verdict."""
+        try:
+            self._con = sqlite3.connect(f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro&immutable=1",
+                                        uri=True, timeout=30.0, isolation_level=None)
+            foreign = self._foreign()
+        except sqlite3.Error as again:
+            raise self._error(again, "open") from None
+        warnings.warn(f"{self.path}: its folder cannot be written ({exc}); its stored answers are used, new ones "
+                      "are not kept", UserWarning, stacklevel=3)
+        return foreign
 
     def _foreign(self) -> str | None:
         """Why the file is another tool's database (tables, but not our 'mappings'), or None."""

@@ -138,3 +138,27 @@ def test_a_database_that_cannot_be_written_costs_the_cache_only(tmp_path: Path) 
         with pytest.warns(UserWarning, match=r"cannot keep a search's answer in the mapping database; it is used"):
             db.put(KEY, PROBLEM, ROW)
         assert db.get(KEY) is None
+
+
+def test_a_database_in_a_folder_that_cannot_be_written_is_read(tmp_path: Path) -> None:
+    """A shared, read-only cache: SQLite's WAL mode needs its -wal and -shm files beside the file,
+    so opening it failed ("unable to open database file", exit 2) though every answer was stored.
+    It is read as immutable: stored answers served, a new one used but not kept (warnings)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    path = _valid(folder / "m.sqlite")
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False).returncode:
+        pytest.skip("chattr +i is not available here (not root, or the file system has no such attribute)")
+    try:
+        with pytest.warns(UserWarning, match=rf"^{path}: its folder cannot be written \(.+\); its stored answers are "
+                          "used, new ones are not kept$"):
+            db = MappingDB(path)
+        with db:
+            assert db.get(KEY) == ROW
+            other = SearchKey(KEY.layer_signature, "e" * 16, KEY.objective, KEY.mapper)
+            with pytest.warns(UserWarning, match="it is used, not kept"):
+                db.put(other, PROBLEM, ROW)
+            assert db.get(other) is None
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=False)
+    assert sorted(p.name for p in folder.iterdir()) == ["m.sqlite"]
