@@ -141,8 +141,9 @@ def _unusable_scale(qmodel) -> str | None:
     for node in qmodel.graph.node:
         if node.op_type in ("QuantizeLinear", "DequantizeLinear") and len(node.input) > 1 and node.input[1] in inits:
             scale = numpy_helper.to_array(inits[node.input[1]])
-            if not (np.isfinite(scale).all() and (scale > 0).all()):
-                return f"tensor {node.input[0]!r} the scale {scale.flat[int(np.argmin(np.isfinite(scale)))]}"
+            bad = scale[~(np.isfinite(scale) & (scale > 0))]
+            if bad.size:
+                return f"tensor {node.input[0]!r} the scale {bad.flat[0]}"
     return None
 
 
