@@ -228,3 +228,36 @@ def test_an_empty_path_parameter_is_refused(tmp_path: Path, monkeypatch: pytest.
     code, err = dse(*(str(study) if a == "STUDY" else a for a in args))
     assert code == 2 and "empty; expected a path" in err and "Traceback" not in err, err
     assert sorted(tmp_path.iterdir()) == before
+
+
+def _commands(command, path=()):
+    """(argv prefix, click command) of every command and group under ``command``."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+def test_help_shows_no_type_for_a_flag_and_a_lower_case_one_for_a_path_option() -> None:
+    """typer's help gave every flag the type `<bool>` (`--json <bool>` reads as `--json true`,
+    which is refused) and a path option that of its class, `<Path>`."""
+    import typer
+    from typer.testing import CliRunner
+
+    from dse.cli import app
+
+    seen_flags = 0
+    for path, command in _commands(typer.main.get_command(app)):
+        out = CliRunner().invoke(app, [*path, "--help"], terminal_width=200)
+        assert out.exit_code == 0, out.output
+        rows = [line for line in out.output.splitlines() if "--" in line]
+        for param in command.params:
+            names = [n for n in param.opts if n.startswith("--")]
+            if not names:
+                continue
+            row = next(r for r in rows if f" {names[0]} " in r or f",{names[0]} " in r)
+            if getattr(param, "is_flag", False):
+                seen_flags += 1
+                assert "<" not in row, (path, row)
+            assert "<Path>" not in row, (path, row)
+        assert "<bool>" not in out.output, path  # (--help itself too)
+    assert seen_flags >= 10

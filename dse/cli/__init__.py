@@ -25,6 +25,7 @@ from dse.cli import (
     study_cmd,
     zoo_cmd,
 )
+from dse.cli.params import PlainTypes
 
 app = typer.Typer(
     name="dse",
@@ -32,6 +33,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=PlainTypes,
 )
 
 for _module in (zoo_cmd, inspect_cmd, evaluate_cmd, map_cmd, schema_cmd, study_cmd, compile_cmd, disasm_cmd, simulate_cmd):

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from dse.cli.params import path_option
+from dse.cli.params import PlainTypes, path_option
 
 
 def _list(as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False) -> None:
@@ -52,7 +52,8 @@ def _export(
 
 def register(app: typer.Typer) -> None:
     """Add the ``zoo`` command group to the root app."""
-    zoo = typer.Typer(help="The built-in model zoo (plain torch.nn models, seeded weights).", no_args_is_help=True)
+    zoo = typer.Typer(help="The built-in model zoo (plain torch.nn models, seeded weights).", no_args_is_help=True,
+                      cls=PlainTypes)
     zoo.command("list")(_list)
     zoo.command("export")(_export)
     app.add_typer(zoo, name="zoo")
