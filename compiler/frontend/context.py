@@ -8,6 +8,7 @@ from typing import Any
 
 from compiler.frontend.graphinfo import Graph
 from compiler.frontend.optable import FUSIBLE, kind_of
+from compiler.frontend.reading import is_mask
 from compiler.frontend.workload import Layer
 from costmodel.errors import UserError
 
@@ -27,6 +28,19 @@ class Context:
         self.consumers = graph.consumers()
         self.graph_outputs = set(graph.outputs)
         self.producer = {o: n for n in graph.nodes for o in n.output if o}
+        self._taken = {n.name for n in graph.nodes} | {t for n in graph.nodes for t in (*n.input, *n.output)}
+
+    def fresh_name(self, base: str) -> str:
+        """``base``, or ``base_1``, ``base_2``, ... if a node or tensor of the file (or an earlier
+        fresh name) has it. Why: the names a builder derives (an LSTM's ``X/cell``) could be a
+        node's own in the file (tf2onnx names nodes so), and two layers of one name had merged
+        into one graph node (a cycle, or a layer lost)."""
+        name, i = base, 0
+        while name in self._taken:
+            i += 1
+            name = f"{base}_{i}"
+        self._taken.add(name)
+        return name
 
     # ---- tensors -------------------------------------------------------------------------------
     def where(self, node: Any) -> str:
@@ -58,8 +72,26 @@ class Context:
     def value(self, tensor: str) -> Any:
         return self.graph.info(tensor).value if tensor else None
 
+    def is_mask(self, tensor: str) -> bool:
+        """A constant attention mask (reading.is_mask): not a parameter."""
+        if tensor in self.graph.masks:
+            return True
+        value = self.value(tensor)
+        return value is not None and is_mask(value)
+
     def numel(self, node: Any, tensor: str) -> int:
         return math.prod(self.shape(node, tensor)) if tensor else 0
+
+    def check_shape(self, node: Any, tensor: str, expected: tuple[int | None, ...], layout: str,
+                    role: str = "weight") -> None:
+        """The shape of ``tensor`` (an operand in ``role``) against the one the node's input and
+        attributes imply (None: any size). Why: a mismatch (which onnxruntime refuses) had been
+        costed as the input's layer with the operand's parameter count."""
+        got = self.shape(node, tensor)
+        if len(got) != len(expected) or any(e is not None and g != e for g, e in zip(got, expected, strict=False)):
+            want = ", ".join("?" if e is None else str(e) for e in expected)
+            raise UserError(f"{self.where(node)}: {role} {tensor!r} has shape {list(got)}; the input and "
+                            f"attributes imply [{want}] ({layout})")
 
     def static_numel(self, node: Any, tensor: str) -> int:
         """Elements of a constant input (0 if absent or not constant)."""

@@ -15,6 +15,7 @@ from typing import Any
 from compiler.frontend.context import Context, UnsupportedVariant
 from compiler.frontend.workload import Layer
 from costmodel import problem as P
+from costmodel.errors import UserError
 
 _TERM = r"[A-Za-z]*(?:\.\.\.)?[A-Za-z]*"
 _EQUATION = re.compile(rf"{_TERM}(?:,{_TERM})*(?:->{_TERM})?")
@@ -70,6 +71,10 @@ def build_einsum(ctx: Context, node: Any) -> Layer:
     sizes: dict[str, int] = {}
     for letters, shape in ((a, shapes[0]), (b, shapes[1])):
         for c, n in zip(letters, shape):
+            if sizes.get(c, 1) not in (1, n) and n != 1:  # (a size of 1 broadcasts, as in numpy and onnxruntime)
+                label = "a dim of the ellipsis" if ord(c) >= 0x100 else f"label {c!r}"
+                raise UserError(f"{ctx.where(node)}: {label} is {sizes[c]} in one place and {n} in another (operands "
+                                f"{list(shapes[0])} and {list(shapes[1])}, equation {equation!r})")
             sizes[c] = max(sizes.get(c, 1), n)
     batch = [c for c in out if c in a and c in b]
     rows = [c for c in out if c in a and c not in b]

@@ -58,6 +58,8 @@ class Graph:
     """For every constant tensor made by a node: (node name, that node's inputs)."""
     fixed_dims: list[str] = field(default_factory=list)
     """Symbolic input dims the importer set to 1 (``x[0]=batch``), for error messages."""
+    masks: set[str] = field(default_factory=set)
+    """Large constants (their data dropped) that are attention masks (reading.is_mask)."""
     bits: dict[str, int] = field(default_factory=dict)
     """Effective bit width of tensors whose values came from a narrower type (see :func:`note_bits`)."""
 

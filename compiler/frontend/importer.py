@@ -40,10 +40,10 @@ def import_onnx(path: str | Path, *, allow_unsupported: bool = False,
             warnings.simplefilter("always")
             model = read_model(path)
             producers = constants_to_initializers(model)
-            skeletonize_weights(model, path)
+            masks = skeletonize_weights(model, path)
             fixed = fix_input_dims(model, path, input_shapes)
             graph = resolve(model, path, allow_unsupported, producers)
-            graph.fixed_dims = fixed
+            graph.fixed_dims, graph.masks = fixed, masks
             workload = build_workload(graph, allow_unsupported)
     finally:  # also before an error: a warning (symbolic dims fixed to 1) often explains it
         notes = _reissue(caught, f"{path}:")
@@ -126,7 +126,7 @@ def _digraph(ctx: Context, layers: list[Layer]) -> nx.DiGraph:
             size = 1
             for d in shape:
                 size *= d
-            nbytes = (size * ctx.bits(t) + 7) // 8
+            nbytes = (size * ctx.output_bits(t) + 7) // 8  # (the width the producer writes: see Context.output_bits)
             if g.has_edge(src, layer.name):
                 edge = g.edges[src, layer.name]
                 edge["tensors"].append(t)

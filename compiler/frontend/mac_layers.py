@@ -136,15 +136,6 @@ def _transposed_output_fits(ctx: Context, node: Any, in_sizes: tuple[int, ...], 
                         f"arithmetic {out}")
 
 
-def _weight_fits(ctx: Context, node: Any, w: str, ws: tuple[int, ...], expected: tuple[Any, ...], layout: str) -> None:
-    """The weight's shape against the one the input and attributes imply (None: any size); a mismatch
-    was costed as the input's layer with the weight's parameter count."""
-    if len(ws) != len(expected) or any(e is not None and g != e for g, e in zip(ws, expected, strict=False)):
-        want = ", ".join("?" if e is None else str(e) for e in expected)
-        raise UserError(f"{ctx.where(node)}: weight {w!r} has shape {list(ws)}; the input and attributes imply "
-                        f"[{want}] ({layout})")
-
-
 def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
     x, w = ctx.input(node, xi), ctx.input(node, wi)
     b = ctx.input(node, bi) if bi is not None else ""
@@ -157,7 +148,9 @@ def _conv(ctx: Context, node: Any, xi: int, wi: int, bi: int | None) -> Layer:
     if xs[1] % group or ws[0] % group:
         raise UserError(f"{ctx.where(node)}: group {group} does not divide the {xs[1]} input channels and the "
                         f"{ws[0]} output channels")
-    _weight_fits(ctx, node, w, ws, (None, xs[1] // group, *kernel), "output channels, input channels / group, kernel")
+    ctx.check_shape(node, w, (None, xs[1] // group, *kernel), "output channels, input channels / group, kernel")
+    if b:
+        ctx.check_shape(node, b, (ws[0],), "output channels", role="bias")
     strides, dil, pads = _spatial_attrs(ctx, node, xs[2:], kernel)
     bits = _widths(ctx, x, w, node.output[0])
     if rank == 1:
@@ -183,7 +176,9 @@ def _conv_transpose(ctx: Context, node: Any) -> Layer:
     a = ctx.attrs(node)
     group = _group(ctx, node)
     kernel = tuple(a.get("kernel_shape", ws[2:]))
-    _weight_fits(ctx, node, w, ws, (xs[1], None, *kernel), "input channels, output channels / group, kernel")
+    ctx.check_shape(node, w, (xs[1], None, *kernel), "input channels, output channels / group, kernel")
+    if b:
+        ctx.check_shape(node, b, (ws[1] * group,), "output channels", role="bias")
     strides = tuple(a.get("strides", [1] * rank))
     dil = tuple(a.get("dilations", [1] * rank))
     _transposed_output_fits(ctx, node, xs[2:], kernel, strides, dil)
@@ -205,6 +200,8 @@ def _gemm(ctx: Context, node: Any, ai: int, bi: int, ci: int) -> Layer:
     if kb != k:
         raise UserError(f"{ctx.where(node)}: A {list(a)} and B {list(b)} disagree on the summed dim ({k} vs {kb}, "
                         f"transA={at.get('transA', 0)}, transB={at.get('transB', 0)})")
+    if c_name:
+        _broadcasts_to(ctx, node, c_name, (m, n))
     bits = _widths(ctx, a_name, b_name, node.output[0])
     if ctx.is_static(b_name):
         prob = P.fully_connected(k, n, rows=m, bits=bits)
@@ -212,6 +209,15 @@ def _gemm(ctx: Context, node: Any, ai: int, bi: int, ci: int) -> Layer:
         prob = P.matmul(m, k, n, 1, bits)
     return _finish(ctx, node, prob, ctx.static_numel(node, b_name) + ctx.static_numel(node, a_name),
                    ctx.static_numel(node, c_name), [a_name, b_name, c_name])
+
+
+def _broadcasts_to(ctx: Context, node: Any, c: str, out: tuple[int, int]) -> None:
+    """Gemm's C must broadcast one way to the [M, N] output (a bias of another length had been
+    counted as parameters)."""
+    cs = ctx.shape(node, c)
+    if len(cs) > 2 or any(g not in (1, o) for g, o in zip(reversed(cs), reversed(out))):
+        raise UserError(f"{ctx.where(node)}: C {c!r} has shape {list(cs)}; it must broadcast to the output "
+                        f"[{out[0]}, {out[1]}] (M, N)")
 
 
 def _matmul(ctx: Context, node: Any, ai: int, bi: int) -> Layer:

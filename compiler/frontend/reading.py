@@ -71,13 +71,23 @@ def _name_nodes(graph: Any) -> None:
 
 
 def check_references(graph: Any, path: Path) -> None:
-    """Every tensor a node reads, and every graph output, is defined (a truncated or hand-edited file
-    fails here with the node's name, not deep inside shape inference or onnxruntime)."""
+    """Every tensor a node reads, and every graph output, is defined, and once (a truncated or
+    hand-edited file fails here with the node's name, not deep inside shape inference or
+    onnxruntime; a tensor written twice had been read as the last writer's)."""
     defined = {"", *(i.name for i in graph.input), *(t.name for t in graph.initializer)}
-    defined.update(o for n in graph.node for o in n.output)
+    names = [node.name or f"{node.op_type}_{i}" for i, node in enumerate(graph.node)]  # (as _name_nodes names them)
+    writer: dict[str, str] = {}
+    for name, node in zip(names, graph.node, strict=True):
+        for o in node.output:
+            if o in writer or (o and o in defined):
+                first = f"node {writer[o]!r}" if o in writer else "a graph input or initializer"
+                raise UserError(f"{path}: node {name!r} ({node.op_type}) writes tensor {o!r}, which {first} "
+                                "defines too (each tensor has one definition)")
+            if o:
+                writer[o] = name
+    defined.update(writer)
     sparse = {t.values.name for t in graph.sparse_initializer}
-    for i, node in enumerate(graph.node):
-        name = node.name or f"{node.op_type}_{i}"  # (as _name_nodes names it)
+    for name, node in zip(names, graph.node, strict=True):
         for t in node.input:
             if t in sparse and t not in defined:  # (valid ONNX, which this file had called corrupt)
                 raise UserError(f"{path}: node {name!r} ({node.op_type}) reads {t!r}, a sparse initializer; "
@@ -148,13 +158,36 @@ def _numel(t: Any) -> int:
     return n
 
 
-def skeletonize_weights(model: Any, path: Path) -> None:
-    """Drop the data of large tensors, load small external ones; warn about missing weight data."""
+MASK_FLOOR = -1e4
+"""A float constant whose elements are all 0 or at most this (-inf, -1e9, float32's lowest: what
+exporters write for a masked-out position) and not all 0 is an attention mask."""
+
+
+def is_mask(value: Any) -> bool:
+    """Whether a constant's values are an attention mask (booleans, or 0 / large negative): data
+    the model was built with, not a parameter it learned (a causal mask had been counted as T x T
+    parameters)."""
+    import numpy as np
+
+    a = np.asarray(value)
+    if a.dtype == np.bool_:
+        return a.size > 1
+    if a.dtype.kind != "f" or a.size < 2:
+        return False
+    masked = a <= MASK_FLOOR
+    return bool(masked.any() and (masked | (a == 0)).all())
+
+
+def skeletonize_weights(model: Any, path: Path) -> set[str]:
+    """Drop the data of large tensors, load small external ones; warn about missing weight data.
+    Returns the names of the large tensors dropped that are attention masks (:func:`is_mask`)."""
     import onnx
+    from onnx import numpy_helper
     from onnx.external_data_helper import load_external_data_for_tensor
 
     base = path.parent
     missing_files: set[str] = set()
+    masks: set[str] = set()
     stripped = 0
     for t in model.graph.initializer:
         n = _numel(t)
@@ -175,6 +208,8 @@ def skeletonize_weights(model: Any, path: Path) -> None:
                 t.data_location = onnx.TensorProto.DEFAULT
             continue
         if n > FOLD_LIMIT:
+            if _has_data(t) and is_mask(numpy_helper.to_array(t)):
+                masks.add(t.name)
             for f in _DATA_FIELDS:
                 t.ClearField(f)
         elif n and not _has_data(t):
@@ -187,6 +222,7 @@ def skeletonize_weights(model: Any, path: Path) -> None:
     if stripped:
         warnings.warn(f"{path}: {stripped} weight tensor(s) have no data (stripped, or weights given as graph "
                       f"inputs); importing from shapes only", stacklevel=3)
+    return masks
 
 
 def weight_inputs(graph: Any) -> list[str]:
@@ -223,6 +259,17 @@ def symbolic_input_dims(model: Any) -> list[str]:
     return [f"{name}[{k}]={dim.dim_param or '?'}" for name, k, dim in _symbolic_dims(model)]
 
 
+def _dims(shape: Any, where: str) -> list[int]:
+    """A shape given by the caller: positive integers (``2.5`` had been read as 2, ``-1`` as a
+    symbolic dim set to 1, ``"a"`` had raised a bare ValueError)."""
+    import numbers
+
+    dims = list(shape) if isinstance(shape, (list, tuple)) else None
+    if dims is None or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in dims):
+        raise UserError(f"{where}: {shape!r}: expected a list of positive integers")
+    return [int(n) for n in dims]
+
+
 def fix_input_dims(model: Any, path: Path, shapes: dict[str, tuple[int, ...]] | None = None) -> list[str]:
     """Give every data input a static shape: ``shapes[name]`` if given, else symbolic dims become 1
     (with a warning). Returns the dims that were fixed."""
@@ -233,9 +280,10 @@ def fix_input_dims(model: Any, path: Path, shapes: dict[str, tuple[int, ...]] | 
             continue
         tt = inp.type.tensor_type
         if inp.name in shapes:
+            dims = _dims(shapes.pop(inp.name), f"{path}: input_shapes[{inp.name!r}]")
             tt.ClearField("shape")
-            for n in shapes.pop(inp.name):
-                tt.shape.dim.add().dim_value = int(n)
+            for n in dims:
+                tt.shape.dim.add().dim_value = n
         if not inp.type.HasField("tensor_type") or not tt.HasField("shape"):
             raise UserError(f"{path}: graph input {inp.name!r} has no shape, so layer shapes cannot be inferred "
                             f"(export the model with a static input shape)")

@@ -18,8 +18,10 @@ from typing import Any
 from compiler.frontend.context import Context
 from compiler.frontend.workload import Layer
 from costmodel import problem as P
+from costmodel.errors import UserError
 
 _GATES = {"LSTM": 4, "GRU": 3}
+_DIRECTIONS = ("forward", "reverse", "bidirectional")
 
 
 def _cell_ops_per_unit(op: str, has_bias: bool, has_peephole: bool) -> int:
@@ -45,33 +47,35 @@ def build_rnn(ctx: Context, node: Any) -> list[Layer]:
     peep = ctx.input(node, 7) if op == "LSTM" else ""
     xs, ws = ctx.shape(node, x), ctx.shape(node, w)
     steps, batch = (xs[1], xs[0]) if a.get("layout", 0) else (xs[0], xs[1])
-    dirs, in_size = ws[0], ws[2]
+    dirs, in_size = ws[0], xs[2]
     hidden = int(a.get("hidden_size", ctx.shape(node, r)[2]))
+    _operands_fit(ctx, node, gates, hidden, in_size, _text(a.get("direction", b"forward")))
     out_f = ctx.bits(x)
     bits = (ctx.bits(x), ctx.bits(w), out_f)
     gate_shape = (dirs, steps * batch, gates * hidden)
     half_bias = dirs * gates * hidden if b else 0
-    x_out, h_out = f"{node.name}/x_gates:out", f"{node.name}/h_gates:out"
+    x_name, h_name, cell_name = (ctx.fresh_name(f"{node.name}/{part}") for part in ("x_gates", "h_gates", "cell"))
+    x_out, h_out = ctx.fresh_name(f"{x_name}:out"), ctx.fresh_name(f"{h_name}:out")
 
-    x_layer = ctx.layer(node, "mac", name=f"{node.name}/x_gates", inputs=[x], outputs=[])
+    x_layer = ctx.layer(node, "mac", name=x_name, inputs=[x], outputs=[])
     x_layer.problem = P.matmul(steps * batch, in_size, gates * hidden, dirs, bits)
     x_layer.outputs, x_layer.output_shapes = (x_out,), (gate_shape,)
     x_layer.weights, x_layer.bias = ctx.static_numel(node, w), half_bias
 
-    h_layer = ctx.layer(node, "mac", name=f"{node.name}/h_gates", inputs=[init_h], outputs=[])
+    h_layer = ctx.layer(node, "mac", name=h_name, inputs=[init_h], outputs=[])
     h_layer.problem = P.matmul(steps * batch, hidden, gates * hidden, dirs, (out_f, ctx.bits(r), out_f))
     h_layer.outputs, h_layer.output_shapes = (h_out,), (gate_shape,)
     h_layer.weights, h_layer.bias = ctx.static_numel(node, r), half_bias
     h_layer.attrs.update(
         recurrent=True, steps=steps,
         step_problem=P.matmul(batch, hidden, gates * hidden, dirs, (out_f, ctx.bits(r), out_f)),
-        dependency=f"step t reads h[t-1] written by {node.name}/cell at step t-1",
+        dependency=f"step t reads h[t-1] written by {cell_name} at step t-1",
     )
     for layer in (x_layer, h_layer):
         layer.macs = layer.problem.macs
         layer.dtypes.update({t: ctx.graph.info(x).dtype_name for t in layer.outputs})
 
-    cell = ctx.layer(node, "vector", name=f"{node.name}/cell", inputs=[init_c])
+    cell = ctx.layer(node, "vector", name=cell_name, inputs=[init_c])
     cell.inputs = (x_out, h_out, *cell.inputs)
     cell.input_shapes = (gate_shape, gate_shape, *cell.input_shapes)
     cell.vector_ops = steps * dirs * batch * hidden * _cell_ops_per_unit(op, bool(b), bool(peep))
@@ -79,6 +83,24 @@ def build_rnn(ctx: Context, node: Any) -> list[Layer]:
     cell.attrs.update(recurrent=True, steps=steps, hidden_size=hidden, directions=dirs,
                       direction=_text(a.get("direction", b"forward")))
     return [x_layer, h_layer, cell]
+
+
+def _operands_fit(ctx: Context, node: Any, gates: int, hidden: int, in_size: int, direction: str) -> None:
+    """W, R, B and the peepholes P against the input and the attributes (ONNX's LSTM/GRU shapes),
+    as onnxruntime checks them: a mismatch had been costed from whichever operand each size was
+    read from."""
+    if direction not in _DIRECTIONS:
+        raise UserError(f"{ctx.where(node)}: direction {direction!r}: expected one of {', '.join(_DIRECTIONS)}")
+    dirs = 2 if direction == "bidirectional" else 1
+    rows = gates * hidden
+    operands = [(1, "W", (dirs, rows, in_size), "directions, gates x hidden_size, input size"),
+                (2, "R", (dirs, rows, hidden), "directions, gates x hidden_size, hidden_size"),
+                (3, "B", (dirs, 2 * rows), "directions, 2 x gates x hidden_size")]
+    if node.op_type == "LSTM":
+        operands.append((7, "P", (dirs, 3 * hidden), "directions, 3 x hidden_size"))
+    for i, role, expected, layout in operands:
+        if ctx.input(node, i):
+            ctx.check_shape(node, ctx.input(node, i), expected, f"{layout}; direction {direction}", role=role)
 
 
 def _text(v: Any) -> str:

@@ -4,7 +4,8 @@
 layers are their constant operands in data slots (LayerNorm/BatchNorm scale and shift, a PRelu
 slope, a learned positional embedding added, an embedding table gathered); scalar constants
 (``x / 8``, ``x + eps``) are immediates, and configuration inputs (shapes, axes, bounds, quantization
-scales) are not parameters.
+scales) and attention masks (booleans, or 0 / -inf: :func:`compiler.frontend.reading.is_mask`) are
+not parameters.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def build_host(ctx: Context, node: Any) -> list[Layer]:
 
 def _constant_params(ctx: Context, node: Any, layer: Layer) -> None:
     if node.op_type in NORM_OPS:
+        _norm_operands_fit(ctx, node)
         layer.weights = ctx.static_numel(node, ctx.input(node, 1))
         layer.bias = ctx.static_numel(node, ctx.input(node, 2))
         return
@@ -64,7 +66,32 @@ def _constant_params(ctx: Context, node: Any, layer: Layer) -> None:
     else:
         skip = NON_DATA_SLOTS.get(node.op_type, frozenset())
     layer.weights = sum(n for i, t in enumerate(node.input)
-                        if i not in skip and (n := ctx.static_numel(node, t)) > 1)
+                        if i not in skip and (n := ctx.static_numel(node, t)) > 1 and not ctx.is_mask(t))
+
+
+def _norm_operands_fit(ctx: Context, node: Any) -> None:
+    """A normalization's scale and bias against its input (ONNX's shapes; onnx's shape inference
+    checks BatchNormalization's, not these): a mismatch had been counted as parameters."""
+    xs = ctx.shape(node, ctx.input(node, 0))
+    if node.op_type == "BatchNormalization" or len(xs) < 2:
+        return
+    for slot, role in ((1, "scale"), (2, "bias")):
+        t = ctx.input(node, slot)
+        if not t:
+            continue
+        got = ctx.shape(node, t)
+        if node.op_type == "LayerNormalization":
+            axis = int(ctx.attrs(node).get("axis", -1))
+            norm = xs[axis % len(xs):]
+            if len(got) > len(norm) or any(g not in (1, n) for g, n in zip(reversed(got), reversed(norm))):
+                raise UserError(f"{ctx.where(node)}: {role} {t!r} has shape {list(got)}; it must broadcast to the "
+                                f"normalized shape {list(norm)} (the input's dims from axis {axis})")
+            continue
+        groups = ctx.attrs(node).get("num_groups")  # GroupNormalization: [C] (opset 21) or [groups] (18)
+        sizes = (xs[1],) if groups is None else (xs[1], int(groups))
+        if len(got) != 1 or got[0] not in sizes:
+            raise UserError(f"{ctx.where(node)}: {role} {t!r} has shape {list(got)}; expected "
+                            f"[{' or '.join(map(str, dict.fromkeys(sizes)))}] (the input's channels)")
 
 
 def vector_ops(ctx: Context, node: Any) -> int:
