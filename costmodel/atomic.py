@@ -101,6 +101,23 @@ def refuse_overwriting(out: str | Path, *inputs: str | Path | None) -> None:
             raise UserError(f"{out}: is also an input of this command; choose another output path")
 
 
+def check_output_file(path: Any, name: str, *inputs: str | Path | None) -> Path:
+    """An API call's output file ``path`` (argument ``name``), checked before any work as the CLI
+    checks its options: a path (TypeError otherwise), not ending in '/' (pathlib would drop it and
+    write a file where a folder was meant), writable, and none of the call's ``inputs`` (a report
+    written over the study journal it read had destroyed every trial)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name}: expected a file path (str or os.PathLike), got {path!r:.60}")
+    text = os.fspath(path)
+    if not str(text).strip():
+        raise UserError(f"{name}: empty; expected a file path")
+    if str(text).endswith(("/", os.sep)):
+        raise UserError(f"{name}: {text!r} ends with '/', a folder; expected a file path")
+    check_writable(text)
+    refuse_overwriting(text, *inputs)
+    return Path(text)
+
+
 def is_special(path: str | Path) -> bool:
     """``path`` (links followed) exists and is not a regular file or a folder (a device, a FIFO, a
     socket), or names a process's open file (``/dev/stdout``, ``/proc/self/fd/1``: even when that is

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -83,7 +83,7 @@ def results(
     if as_json:
         print(json.dumps({"study": study.name, "trials": len(table),
                           "feasible": int(table["feasible"].sum()),
-                          "pareto": json.loads(front[cols].to_json(orient="records"))}, indent=2))
+                          "pareto": _records(front[cols])}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -102,6 +102,19 @@ def results(
                    f"{study_dir / 'trials.csv'} say by how much each missed its constraints", err=True)
 
 
+def _records(frame: Any) -> list[dict[str, Any]]:
+    """The rows as JSON values at full precision (pandas' ``to_json`` keeps 10 decimals: a latency of
+    1.5707008940823217e-05 s had come out 1.5707e-05, and one below 5e-11 as 0); NaN and NA as null."""
+    import pandas as pd
+
+    def value(v: Any) -> Any:
+        if not isinstance(v, str) and pd.isna(v):
+            return None
+        return v.item() if hasattr(v, "item") else v  # (numpy scalars as Python's)
+
+    return [{k: value(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
 def report(
     source: Annotated[Path, path_argument(metavar="SOURCE", help="A sweep's output folder, or a `dse map --json` file.")],
     output: Annotated[Path, path_option("-o", "--output", file=True, help="HTML file to write.")] = Path("report.html"),
@@ -113,24 +126,17 @@ def report(
     = None,
 ) -> None:
     """A self-contained HTML report (plots embedded) plus the PNG and SVG files next to it."""
-    from costmodel.atomic import check_writable, refuse_overwriting
     from costmodel.errors import UserError
     from dse.report import write_map_report, write_report
+    from dse.report.page import check_page
 
     if not source.exists():
         raise UserError(f"{source}: no such file or folder (expected a sweep's output folder or a "
                         "`dse map --json` document)")
-    if page is not None and page.resolve() == output.resolve():
-        raise UserError(f"--page {page}: the same file as the report (-o); choose another path")
-    inputs: list[Path | None] = [source, hw]
-    if not source.is_file():
+    if page is not None:  # (before the report is written; the report checks its own output)
         from dse.study.runner import input_files
 
-        inputs += input_files(source, storage)
-    for out in (output, page):  # a file where a folder should be, no permission: one line now, not later
-        if out is not None:
-            check_writable(out)
-            refuse_overwriting(out, *inputs)
+        check_page(page, output, source, hw, *([] if source.is_file() else input_files(source, storage)))
     from dse.cli.messages import user_warnings_as_lines
 
     try:

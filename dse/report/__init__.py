@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from costmodel.atomic import atomic_write_all
+from costmodel.atomic import atomic_write_all, check_output_file
 from costmodel.yamlio import format_path
 
 if TYPE_CHECKING:
@@ -42,9 +42,10 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     from dse.report.html import Section, render
     from dse.study.design import evaluate_design, load_layers
     from dse.study.results import objective_columns, pareto_table, trials_table
-    from dse.study.runner import changed_input, read_study
+    from dse.study.runner import changed_input, input_files, read_study
 
-    study_dir, output = Path(study_dir), Path(output)
+    study_dir = Path(study_dir)
+    output = check_output_file(output, "output", study_dir, *input_files(study_dir, storage))
     study, ost = read_study(study_dir, storage)
     if (at := changed_input(study, study_dir)) is not None:  # (its breakdowns re-evaluate a design)
         warnings.warn(f"{study.source}: {format_path(at)}: the file changed since the trials were run: the "
@@ -82,7 +83,7 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
     sections = [
         Section("summary", "Summary", summary),
         Section("pareto", "Pareto front", "Feasible designs coloured by area; grey: infeasible.",
-                png=figures.render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs))),
+                png=figures.render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs, directions))),
         Section("ppa", "PPA summary of the Pareto designs", "", ppa_table(front, knobs, objectives)),
         *design_secs,
         Section("importance", "Knob importance", "Main-effect share of each objective's (log) variance.",
@@ -98,7 +99,9 @@ def ppa_table(front: pd.DataFrame, knobs: list[str], objectives: list[str]) -> s
     cols = ["trial", *knobs, *dict.fromkeys([*objectives, "area_mm2", "power_mw", "latency_ms", "energy_uj",
                                              "utilization"])]
     metric_fmt = {c: "{:.4g}" for c in cols if c not in ("trial", *knobs)}
-    return front[cols].style.set_uuid("ppa").format(metric_fmt).hide(axis="index").to_html()
+    # (escaped: a knob's preset label is the user's text, and "<script>" had reached the page as is)
+    return (front[cols].style.set_uuid("ppa").format(escape="html").format(metric_fmt, escape="html")
+            .hide(axis="index").to_html())
 
 
 class Figures:
@@ -177,7 +180,8 @@ def write_map_report(result_json: str | Path, output: str | Path, *, hw: str | P
     from dse.report.mapdoc import check_map_document
     from dse.study.design import layer_result
 
-    src, output = Path(result_json), Path(output)
+    src = Path(result_json)
+    output = check_output_file(output, "output", src, hw)
     try:
         doc = json.loads(src.read_text())
     except (OSError, ValueError) as exc:

@@ -45,6 +45,24 @@ def parse_report(text: str) -> tuple[str, list[PageSection]]:
     return title, out
 
 
+def check_page(output: str | Path, report_html: str | Path, *inputs: str | Path | None) -> Path:
+    """The page's path, checked before any work: not the report itself, nor a file of its figures
+    folder (``--page report_files/pareto.png`` had replaced the report's Pareto figure), nor one of
+    ``inputs``; see :func:`costmodel.atomic.check_output_file`."""
+    from costmodel.atomic import check_output_file, same_file
+    from costmodel.errors import UserError
+
+    out = check_output_file(output, "page", *inputs)
+    report = Path(report_html)
+    if same_file(out, report) or out.resolve() == report.resolve():
+        raise UserError(f"{out}: the same file as the report; choose another path")
+    figures = report.parent / f"{report.stem}_files"
+    if out.parent.resolve() == figures.resolve():
+        raise UserError(f"{out}: inside the report's figures folder {figures}, whose files the report "
+                        "embeds; choose another path")
+    return out
+
+
 def render_page(report_html: str | Path, output: str | Path) -> Path:
     """Write ``output`` (PNG, 1600 px wide): text sections on top, then the plots two by two."""
     import matplotlib
@@ -55,8 +73,14 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
     from matplotlib.figure import Figure
 
     from costmodel.atomic import atomic_write_bytes
+    from costmodel.errors import UserError
 
-    title, sections = parse_report(Path(report_html).read_text())
+    out = check_page(output, report_html)
+    try:
+        title, sections = parse_report(Path(report_html).read_text())
+    except (OSError, UnicodeDecodeError, AttributeError) as exc:  # (AttributeError: no <h1>, not our page)
+        why = exc.strerror if isinstance(exc, OSError) else "not a page written by `dse report`"
+        raise UserError(f"{report_html}: cannot read the report ({why})") from None
     texts = [s for s in sections if s.png is None]
     plots = [s for s in sections if s.png is not None]
     table_in = sum(0.25 * (min(len(s.table), TABLE_ROWS + 1) + 1) + 0.12 * (len(s.table) > TABLE_ROWS + 1)
@@ -103,6 +127,5 @@ def render_page(report_html: str | Path, output: str | Path) -> Path:
             ax.axis("off")
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
-    out = Path(output)
     atomic_write_bytes(out, buf.getvalue())
     return out

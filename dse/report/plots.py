@@ -30,12 +30,18 @@ def _figure() -> tuple[Figure, Any]:
 
 
 def knob_label(row: pd.Series, knobs: list[str]) -> str:
-    return ", ".join(f"{k}={row[k]:g}" if isinstance(row[k], (int, float)) else f"{k}={row[k]}" for k in knobs)
+    """``k=v, ...``: numbers in ``%g``, a boolean as True/False (as the report's summary writes it; a
+    bool is an int to Python, and had been written 1/0)."""
+    return ", ".join(f"{k}={row[k]:g}" if isinstance(row[k], (int, float)) and not isinstance(row[k], (bool, np.bool_))
+                     else f"{k}={row[k]}" for k in knobs)
 
 
-def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str], knobs: list[str]) -> Figure:
+def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str], knobs: list[str],
+                 directions: list[str] | None = None) -> Figure:
     """First two objectives (or the objective by trial): feasible coloured by area, infeasible grey,
-    the front as a step line, each front point labelled with its knob values."""
+    the front as a step line, each front point labelled with its knob values. The step's corners lie
+    where a front design dominates them: across then down for a minimized x, down then across
+    (``where="pre"``) for a maximized one (``directions``: the objectives', default minimize)."""
     fig, ax = _figure()
     done = table[table["state"] == "COMPLETE"]
     x_name, y_name = (objectives[0], objectives[1]) if len(objectives) > 1 else ("trial", objectives[0])
@@ -48,7 +54,8 @@ def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str]
         fig.colorbar(sc, ax=ax, label="area (mm²)")
     if len(front):
         f = front.sort_values(x_name)
-        ax.step(f[x_name], f[y_name], where="post", color="C3", lw=1.2, label="Pareto front")
+        x_max = len(objectives) > 1 and (directions or ["minimize"])[0] == "maximize"
+        ax.step(f[x_name], f[y_name], where="pre" if x_max else "post", color="C3", lw=1.2, label="Pareto front")
         for _, row in f.head(12).iterrows():
             ax.annotate(knob_label(row, knobs), (row[x_name], row[y_name]), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
@@ -59,11 +66,14 @@ def pareto_front(table: pd.DataFrame, front: pd.DataFrame, objectives: list[str]
     return fig
 
 
-_UNITS = {"mw": "mW", "ms": "ms", "uj": "µJ", "mm2": "mm²", "pj": "pJ", "s": "s", "mj": "mJ"}
+_UNITS = {"mw": "mW", "ms": "ms", "uj": "µJ", "mm2": "mm²", "pj": "pJ", "s": "s", "mj": "mJ", "cycles": "cycles"}
 
 
 def metric_label(name: str) -> str:
-    """``power_mw`` -> ``power (mW)``: an axis label with its unit, from the metric's suffix."""
+    """``power_mw`` -> ``power (mW)``: an axis label with its unit, from the metric's suffix; an EDP
+    (``edp``, ``kws.edp``: energy_pj x latency_s) in pJ·s."""
+    if name == "edp" or name.endswith(".edp"):
+        return f"{name} (pJ·s)"
     stem, _, unit = name.rpartition("_")
     return f"{stem.replace('_', ' ')} ({_UNITS[unit]})" if stem and unit in _UNITS else name
 
@@ -127,9 +137,22 @@ def latency_breakdown(layers: dict[str, list[LayerResult]]) -> Figure:
     return fig
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _decade(x: float, _pos: object = None) -> str:
+    """A log axis's major tick as plain text: 1, 10, then 10² and 10⁻³ (unicode superscripts)."""
+    e = round(float(np.log10(x))) if x > 0 else 0
+    if x <= 0 or not np.isclose(x, 10.0 ** e):
+        return f"{x:g}"
+    return {0: "1", 1: "10"}.get(e, f"10{str(e).translate(_SUPERSCRIPT)}")
+
+
 def roofline(layers: dict[str, list[LayerResult]], arch: Architecture) -> Figure:
     """Achieved MACs/cycle against operational intensity (MACs per DRAM word), under the roofs:
     peak = all PEs busy; slope = the DRAM's read bandwidth (words/cycle)."""
+    from matplotlib.ticker import FuncFormatter, LogFormatter
+
     fig, ax = _figure()
     macs = {w: [x for x in xs if x.macs > 0] for w, xs in layers.items()}  # vector layers have no MACs
     flat = [x for xs in macs.values() for x in xs]
@@ -147,6 +170,9 @@ def roofline(layers: dict[str, list[LayerResult]], arch: Architecture) -> Figure
     ax.set_ylim(min(perf.min() / 2, peak / 100) if flat else peak / 100, peak * 2)
     if not flat:
         ax.text(0.5, 0.5, "no layer with MACs", transform=ax.transAxes, ha="center")
+    for axis in (ax.xaxis, ax.yaxis):  # (plain text: the report draws text as written, so the
+        axis.set_major_formatter(FuncFormatter(_decade))  # default's mathtext "10^{2}" showed as TeX source)
+        axis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
     ax.set_xlabel("operational intensity (MACs per DRAM word)")
     ax.set_ylabel("MACs per cycle")
     ax.set_title(f"Roofline: {arch.name}")

@@ -286,8 +286,9 @@ def test_broken_map_document_is_one_error_and_no_output(tmp_path: Path, map_doc:
 def test_metric_axis_labels_carry_units() -> None:
     from dse.report.plots import metric_label
 
-    assert [metric_label(n) for n in ("power_mw", "latency_ms", "area_mm2", "edp")] == \
-        ["power (mW)", "latency (ms)", "area (mm²)", "edp"]
+    # (EDP is energy_pj x latency_s: dse.study.metrics)
+    assert [metric_label(n) for n in ("power_mw", "latency_ms", "area_mm2", "edp", "kws.edp", "kws.latency_cycles")] == \
+        ["power (mW)", "latency (ms)", "area (mm²)", "edp (pJ·s)", "kws.edp (pJ·s)", "kws.latency (cycles)"]
 
 
 def test_report_of_a_study_whose_knobs_are_plain_numbers(tmp_path: Path) -> None:
@@ -441,3 +442,107 @@ def test_a_failed_write_leaves_no_empty_figures_folder(tmp_path: Path, monkeypat
     with pytest.raises(UserError):
         figures.write("<html></html>", SECTIONS)
     assert [p.name for p in tmp_path.iterdir()] == ["rep_files"]
+
+
+def test_the_report_functions_refuse_to_overwrite_their_inputs(report: Path, tmp_path: Path) -> None:
+    """The Python API checks what the CLI checks: `write_report(dir, dir/"study.journal")` had
+    replaced the journal (every trial) with the HTML page."""
+    import json
+
+    from dse.report import write_map_report, write_report
+    from dse.report.page import render_page
+
+    folder = report.parent.parent / "out"
+    kept = {p: p.read_bytes() for p in [*folder.iterdir(), report] if p.is_file()}
+    for name in ("study.journal", "study.yaml"):
+        with pytest.raises(UserError, match="is also an input of this command"):
+            write_report(folder, folder / name)
+    with pytest.raises(UserError, match="ends with '/', a folder"):
+        write_report(folder, str(tmp_path / "newdir") + "/")
+    with pytest.raises(TypeError, match="output: expected a file path"):
+        write_report(folder, 5)
+    doc = tmp_path / "m.json"
+    doc.write_text(json.dumps({"hw": "tiny"}))
+    with pytest.raises(UserError, match="is also an input of this command"):
+        write_map_report(doc, doc)
+    with pytest.raises(UserError, match="the same file as the report"):
+        render_page(report, report)
+    with pytest.raises(UserError, match="inside the report's figures folder"):
+        render_page(report, report.parent / "report_files" / "pareto.png")
+    with pytest.raises(UserError, match="not a page written by `dse report`"):
+        render_page(folder / "study.yaml", tmp_path / "p.png")
+    with pytest.raises(UserError, match="nope.html: cannot read the report"):
+        render_page(tmp_path / "nope.html", tmp_path / "p.png")
+    assert {p: p.read_bytes() for p in kept} == kept and sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+def test_the_page_may_not_replace_a_figure_of_the_report(report: Path) -> None:
+    figure = report.parent / "report_files" / "pareto.png"
+    before = figure.read_bytes()
+    r = CliRunner().invoke(study_app(), ["report", str(report.parent.parent / "out"), "-o", str(report),
+                                         "--page", str(figure)])
+    assert "inside the report's figures folder" in str(r.exception) and figure.read_bytes() == before
+
+
+def test_the_roofline_ticks_are_plain_text(report: Path) -> None:
+    """The report draws text as written (no mathtext), so matplotlib's log ticks read
+    `$\\mathdefault{10^{2}}$`; the SVG keeps each label as text."""
+    svg = (report.parent / "report_files" / "roofline.svg").read_text()
+    assert "mathdefault" not in svg and "$" not in svg
+    from dse.report.plots import _decade
+
+    assert [_decade(x) for x in (1e-3, 0.1, 1, 10, 100, 1e6, 30)] == ["10⁻³", "10⁻¹", "1", "10", "10²", "10⁶", "30"]
+
+
+def test_the_ppa_table_escapes_the_users_text() -> None:
+    from dse.report import ppa_table
+
+    front = pd.DataFrame({"trial": [0], "buf": ["<script>alert(1)</script>&b"], "area_mm2": [1.0],
+                          **{c: [1.0] for c in ("power_mw", "latency_ms", "energy_uj", "utilization")}})
+    table = ppa_table(front, ["buf"], ["area_mm2"])
+    assert "<script>" not in table and "&lt;script&gt;alert(1)&lt;/script&gt;&amp;b" in table
+
+
+def test_knob_labels_write_booleans_as_the_summary_does() -> None:
+    from dse.report.plots import knob_label
+
+    row = pd.Series({"dbuf": np.bool_(True), "b": False, "kib": np.int64(64), "f": 0.25, "name": "x"})
+    assert knob_label(row, list(row.index)) == "dbuf=True, b=False, kib=64, f=0.25, name=x"
+
+
+@pytest.mark.parametrize("directions", [("minimize", "minimize"), ("maximize", "minimize"),
+                                        ("minimize", "maximize"), ("maximize", "maximize")])
+def test_the_pareto_staircase_passes_only_where_a_front_design_dominates(directions) -> None:
+    """Each corner of the drawn step line is attained: some front design is at least as good on
+    both objectives (for a maximized x the line had cut through (0.45, 1.0), which no design reaches)."""
+    from matplotlib import cbook
+
+    from dse.report.plots import pareto_front
+
+    sign = [-1 if d == "maximize" else 1 for d in directions]
+    xs = np.array([0.2, 0.5, 0.9])  # a front for each pair of directions: y follows x or opposes it
+    ys = np.array([1.0, 2.0, 4.0]) if sign[0] != sign[1] else np.array([4.0, 2.0, 1.0])
+    front = pd.DataFrame({"trial": range(3), "k": range(3), "x": xs, "y": ys, "area_mm2": 1.0})
+    table = front.assign(state="COMPLETE", feasible=True)
+    fig = pareto_front(table, front, ["x", "y"], ["k"], list(directions))
+    (line,) = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "Pareto front"]
+    step = {"steps-pre": cbook.pts_to_prestep, "steps-post": cbook.pts_to_poststep}[line.get_drawstyle()]
+    for cx, cy in zip(*step(*line.get_data()), strict=True):
+        assert any(sign[0] * x <= sign[0] * cx and sign[1] * y <= sign[1] * cy for x, y in zip(xs, ys, strict=True)), (cx, cy)
+
+
+def test_results_json_keeps_full_precision(report: Path) -> None:
+    """pandas' to_json keeps 10 decimals: 1.5707008940823217e-05 came out 1.5707e-05."""
+    import json
+
+    from dse.study.results import trials_table
+    from dse.study.runner import read_study
+
+    folder = report.parent.parent / "out"
+    r = CliRunner().invoke(study_app(), ["results", str(folder), "--json"])
+    assert r.exit_code == 0, r.output
+    study, ost = read_study(folder)
+    table = trials_table(study, ost).set_index("trial")
+    got = json.loads(r.stdout)["pareto"]
+    assert got and all(row["latency_ms"] == table.loc[row["trial"], "latency_ms"] and
+                       row["energy_pj"] == table.loc[row["trial"], "energy_pj"] for row in got)
