@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from costmodel.errors import UserError
 from dse.mappers.objectives import Objective
 from dse.mappers.options import MAPPERS, check_mapper, check_options, check_seed
 from dse.mappers.result import MapperResult
@@ -50,8 +51,7 @@ def _search(problem: Problem, arch: Architecture, obj: Objective, mapper: str, c
     if mapper == "fast":
         return fast_map(problem, arch, obj, mapspace=ms, seed=seed, pareto=pareto, **options)
     if mapper == "exhaustive":
-        seed_run = None if pareto else fast_map(problem, arch, obj, mapspace=ms, seed=seed,
-                                                max_evaluations=20_000)
+        seed_run = None if pareto else _seed(problem, arch, obj, ms, seed)
         start = seed_run
         if incumbent is not None and (seed_run is None or _score(obj, incumbent) < _score(obj, seed_run)):
             start = incumbent
@@ -63,6 +63,18 @@ def _search(problem: Problem, arch: Architecture, obj: Objective, mapper: str, c
             res.search_seconds += seed_run.search_seconds
         return res
     raise AssertionError(mapper)
+
+
+def _seed(problem: Problem, arch: Architecture, obj: Objective, ms: Any, seed: int) -> MapperResult | None:
+    """The fast mapper's answer, the exhaustive search's first incumbent; None when it found no
+    mapping (under tight limits a few may exist that its budget missed: the exhaustive search
+    looks, and says why if there are none)."""
+    from dse.mappers.fast import fast_map
+
+    try:
+        return fast_map(problem, arch, obj, mapspace=ms, seed=seed, max_evaluations=20_000)
+    except UserError:
+        return None
 
 
 def _score(obj: Objective, res: MapperResult) -> float:

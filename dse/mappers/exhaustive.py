@@ -48,21 +48,47 @@ bound equal to a mapping's cost may come out below it by floating-point rounding
 whose optimum many tilings share exactly, such near-ties would otherwise never be pruned."""
 
 
-def no_fit_error(ms: Mapspace, budget: int | None = None) -> UserError:
-    """Why nothing fits: the level whose smallest possible kept tiles still overflow it. When no level
-    does, a search that stopped after ``budget`` evaluations says so (a larger one may find a mapping)."""
-    p, arch = ms.problem, ms.arch
+def beyond_limits(ms: Mapspace, state: SearchState, complete: bool) -> UserError | None:
+    """Why no mapping was chosen: none met the objective's limits (the error had blamed the budget
+    and the buffers). None if the objective has no limits, or (nothing evaluated) the smallest
+    tiles overflow a level: that is the reason then (:func:`no_fit_error`)."""
+    obj = state.objective
+    if not obj.limits() or not (state.evaluated or _overflow(ms) is None):
+        return None
+    found = (f"; the lowest latency among the {state.evaluated:,} valid mappings evaluated is "
+             f"{state.lowest[1]:,.0f} cycles and the lowest energy {state.lowest[0]:,.6g} pJ" if state.evaluated else "")
+    scope = ("the exhaustive search covered the mapspace (its lower bounds excluding what it did not evaluate): "
+             "none exists" if complete else "a larger budget may find one")
+    return UserError(f"{ms.problem.describe()} on {ms.arch.name}: no mapping found meets the objective's limits "
+                     f"({obj.limits()}){found} ({scope})")
+
+
+_NO_FANOUT_FIT = "no tiling fits the fan-outs under the constraints"
+
+
+def _overflow(ms: Mapspace) -> str | None:
+    """Why no tiling can fit: the fan-outs, or each level whose smallest possible kept tiles still
+    overflow it; None when every level can hold its smallest tiles."""
+    arch = ms.arch
     worst = None
     for rows in ms.iter_tilings(1 << 15):
         need = ms.kept_words(*ms.decode(rows)).min(axis=(0, 1))
         worst = need if worst is None else np.minimum(worst, need)
     if worst is None:
-        return UserError(f"{p.describe()} has no mapping on {arch.name}: no tiling fits the fan-outs "
-                         f"under the constraints")
+        return _NO_FANOUT_FIT
     over = [(arch.levels[i].name, int(worst[i]), int(ms.usable[i])) for i in range(ms.n_levels)
             if worst[i] > ms.usable[i]]
-    detail = "; ".join(f"level {n} needs at least {w} words for the tensors it must keep, usable {u}"
-                       for n, w, u in over)
+    return "; ".join(f"level {n} needs at least {w} words for the tensors it must keep, usable {u}"
+                     for n, w, u in over) or None
+
+
+def no_fit_error(ms: Mapspace, budget: int | None = None) -> UserError:
+    """Why nothing fits: the level whose smallest possible kept tiles still overflow it. When no level
+    does, a search that stopped after ``budget`` evaluations says so (a larger one may find a mapping)."""
+    p, arch = ms.problem, ms.arch
+    detail = _overflow(ms)
+    if detail == _NO_FANOUT_FIT:
+        return UserError(f"{p.describe()} has no mapping on {arch.name}: {detail}")
     if not detail and budget is not None:
         return UserError(f"{p.describe()}: no valid mapping on {arch.name} found within a budget of {budget:,} "
                          "evaluations (every level can hold its smallest tiles: a larger budget may find one)")
@@ -253,6 +279,8 @@ def exhaustive_map(problem: Problem, arch: Architecture, objective: Any = "edp",
                 break
     expand_pool()
     flush()
+    if state.best is None and incumbent is None and (why := beyond_limits(ms, state, stats["complete"])):
+        raise why
     if not any_fit and stats["complete"] and state.best is None and incumbent is None:
         raise no_fit_error(ms)
     stats["incumbent_kept"] = int(state.best is None)

@@ -28,7 +28,7 @@ import numpy as np
 from dse.mappers.bounds import lower_bounds
 from dse.mappers.descent import Descent
 from dse.mappers.evolution import diverse, evolve, initial
-from dse.mappers.exhaustive import no_fit_error
+from dse.mappers.exhaustive import beyond_limits, no_fit_error
 from dse.mappers.genomes import Evaluator
 from dse.mappers.moves import MoveTables
 from dse.mappers.objectives import Objective
@@ -66,7 +66,7 @@ def fast_map(problem: Problem, arch: Architecture, objective: Any = "edp", *, co
         pop = initial(ms, rng, 4 * population, pairs)
         scores = ev(pop)
     if not np.isfinite(scores).any():
-        raise no_fit_error(ms, max_evaluations)
+        raise beyond_limits(ms, state, complete=False) or no_fit_error(ms, max_evaluations)
     pop, scores = evolve(ms, moves, rng, ev, pop, scores, population, elite, generations)
     ev.budget = max_evaluations
     top = diverse(scores, pop.keep, starts)

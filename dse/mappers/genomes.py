@@ -82,6 +82,7 @@ class Evaluator:
         scores = np.full(n, np.inf)
         if not n:
             return scores
+        g.ranks = self.ms.with_inner_orders(g.ranks)  # (the candidates keep the constrained order)
         h = self._hash(g)
         first, known = self.seen.scan(h)
         new = np.nonzero(first == np.arange(n))[0]  # the first candidates of unseen hashes

@@ -41,6 +41,11 @@ class Objective:
             if v is not None and (not _real(v) or not 0 < v < math.inf):
                 raise UserError(f"objective {self.name!r}: {limit} must be a positive number, got {v!r}")
 
+    def limits(self) -> str:
+        """The limits as written, e.g. ``max_latency_cycles 48``; "" when there are none."""
+        return ", ".join(f"{k} {v:g}" for k, v in (("max_latency_cycles", self.max_latency_cycles),
+                                                   ("max_energy_pj", self.max_energy_pj)) if v is not None)
+
     @classmethod
     def parse(cls, spec: str | Objective | dict[str, Any] | None, **limits: Any) -> Objective:
         """``"edp"``, ``"energy"``, ``"latency"``, ``"ed2p"``, ``"energy:1,latency:2"`` or a dict."""

@@ -26,10 +26,16 @@ class SearchState:
     front_e: np.ndarray = field(default_factory=lambda: np.zeros(0))
     front_l: np.ndarray = field(default_factory=lambda: np.zeros(0))
     front: MappingBatch | None = None
+    lowest: tuple[float, float] = (np.inf, np.inf)
+    """The lowest energy (pJ) and latency (cycles) among the mappings evaluated, limits or not: what
+    to tell a user whose limits no mapping met."""
 
     def update(self, batch: MappingBatch, ev) -> np.ndarray:
         """Take a batch's evaluation into account; returns its scores."""
         self.evaluated += len(batch)
+        if len(batch):
+            self.lowest = (min(self.lowest[0], float(ev.energy_pj.min())),
+                           min(self.lowest[1], float(ev.latency_cycles.min())))
         scores = self.objective.score(ev.energy_pj, ev.latency_cycles)
         i = int(np.argmin(scores))
         if scores[i] < self.best_score:

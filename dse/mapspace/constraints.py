@@ -193,7 +193,12 @@ def resolve(
             raise UserError(f"{here}: the outermost level keeps every tensor; it cannot bypass {sorted(bypass)}")
 
         def present(spec: dict | None) -> dict | None:
-            return None if spec is None else {d: v for d, v in spec.items() if d in dim_sizes}
+            """The dims of an allowed-dims list the layer has; None (no constraint) when it names
+            dims but none of the layer's: a conv's ``spatial_y: [C]`` had left a matmul's Y fan-out
+            unused (an empty list written as such still allows nothing)."""
+            if spec is None or (spec and not any(d in dim_sizes for d in spec)):
+                return None
+            return {d: v for d, v in spec.items() if d in dim_sizes}
 
         temporal = {d: v for d, v in f.get("temporal", {}).items() if d in dim_sizes}
         order = tuple(d for d in f.get("order", ()) if d in dim_sizes)

@@ -301,6 +301,20 @@ class Mapspace:
         return ((words * keep).sum(axis=2) <= self.usable).all(axis=1)
 
     # ---- orders and full candidates --------------------------------------------------------------
+    def with_inner_orders(self, ranks: np.ndarray) -> np.ndarray:
+        """Loop-order ranks ``[P, L, D]`` (0 = outermost) with each level's constrained innermost
+        loops (``order:``) innermost, in their order; the other loops keep their relative order. Why:
+        the fast mapper draws, swaps and crosses ranks freely, and had returned mappings against the
+        constraint (which the exhaustive search, seeded with them, then kept)."""
+        if not any(self.inner_orders):
+            return ranks
+        keys = ranks.astype(np.int64)
+        n = ranks.shape[-1]
+        for li, inner in enumerate(self.inner_orders):
+            for i, d in enumerate(inner):
+                keys[:, li, d] = n + i
+        return np.argsort(np.argsort(keys, axis=2, kind="stable"), axis=2, kind="stable").astype(ranks.dtype)
+
     def order_ranks(self, li: int, active_mask: int) -> np.ndarray:
         """[classes, D] ranks of the order classes of level ``li`` for a set of active dims."""
         return ranks_for(active_mask, len(self.dims), self.roles, self.inner_orders[li])

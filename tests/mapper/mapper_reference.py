@@ -100,7 +100,8 @@ def _eval(problem, arch, pending):
 
 def honours_constraints(problem, arch, batch) -> np.ndarray:
     """[B] bool: mappings that obey ``arch.constraints`` (the hwconfig's dataflow constraints), checked
-    directly on the factors and keeps; dims the layer lacks are ignored. Fixed loop orders are not
+    directly on the factors and keeps; dims the layer lacks are ignored, and an allowed-dims list
+    naming none of the layer's constrains nothing (docs/hwconfig.md). Fixed loop orders are not
     supported here (no shipped config uses them)."""
     dims = list(problem.dim_names)
     tensors = [t.name for t in problem.tensors]
@@ -110,7 +111,7 @@ def honours_constraints(problem, arch, batch) -> np.ndarray:
         li = names.index(c.level)
         assert not c.order, "order constraints are not supported by the reference"
         for spec, f in ((c.spatial_x, batch.spatial_x), (c.spatial_y, batch.spatial_y)):
-            if spec is None:
+            if spec is None or (len(spec) and not any(d in dims for d in spec)):
                 continue
             fixed = spec if isinstance(spec, dict) else {}
             for di, d in enumerate(dims):
