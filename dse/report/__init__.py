@@ -86,7 +86,8 @@ def write_report(study_dir: str | Path, output: str | Path, *, storage: str | No
                 png=figures.render("pareto", lambda: plots.pareto_front(table, front, objectives, knobs, directions))),
         Section("ppa", "PPA summary of the Pareto designs", "", ppa_table(front, knobs, objectives)),
         *design_secs,
-        Section("importance", "Knob importance", "Main-effect share of each objective's (log) variance.",
+        Section("importance", "Knob importance", "Main-effect share of each objective's (log) variance, adjusted for the number of groups "
+                "(numeric knobs with many values in quantile bins).",
                 png=figures.render("importance", lambda: plots.knob_importance(importance))),
     ]
     figures.write(render(f"Study report: {study.name}", sections), SECTIONS)

@@ -546,3 +546,24 @@ def test_results_json_keeps_full_precision(report: Path) -> None:
     got = json.loads(r.stdout)["pareto"]
     assert got and all(row["latency_ms"] == table.loc[row["trial"], "latency_ms"] and
                        row["energy_pj"] == table.loc[row["trial"], "energy_pj"] for row in got)
+
+
+def test_main_effects_of_a_knob_drawn_from_a_range() -> None:
+    """Each trial its own value of a range knob: one group per value had given it (and a column of
+    pure noise) a share of 1.0 of every objective, while a boolean knob explained 99 %."""
+    rng = np.random.default_rng(7)
+    n = 60
+    dbuf = rng.integers(0, 2, n).astype(bool)
+    clk = rng.uniform(100.0, 500.0, n)
+    df = pd.DataFrame({"state": "COMPLETE", "dbuf": dbuf, "clk": clk, "noise": rng.uniform(0, 1, n),
+                       "energy": np.exp(3.0 * dbuf + rng.normal(0, 0.1, n)),  # dbuf alone
+                       "latency": 1e6 / clk * np.exp(rng.normal(0, 0.01, n))})  # clk alone
+    imp = main_effects(df, ["dbuf", "clk", "noise"], ["energy", "latency"])
+    assert imp.loc["dbuf", "energy"] > 0.9 and imp.loc["clk", "latency"] > 0.9
+    assert imp.loc["clk", "energy"] < 0.15 and imp.loc["noise", "energy"] < 0.15 and imp.loc["noise", "latency"] < 0.15
+    assert imp.loc["dbuf", "latency"] < 0.15
+
+
+def test_main_effects_with_too_few_trials_per_group_are_unknown() -> None:
+    df = pd.DataFrame({"state": "COMPLETE", "k": ["a", "b", "c"], "y": [1.0, 2.0, 4.0]})
+    assert np.isnan(main_effects(df, ["k"], ["y"]).loc["k", "y"])
