@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from costmodel.arch import Architecture
     from costmodel.mapping import Mapping, MappingBatch
     from costmodel.problem import Problem
@@ -55,6 +57,17 @@ class MapperResult:
             out["pareto"] = [{"energy_pj": p.energy_pj, "latency_cycles": p.latency_cycles,
                               "mapping": p.mapping.to_dict(arch)} for p in self.pareto]
         return out
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """With a Pareto front (``pareto=True``): one row per front point (energy_pj, latency_cycles),
+        by energy; else one row: the best mapping's metrics and the search's record."""
+        import pandas as pd
+
+        if self.pareto is not None:
+            return pd.DataFrame([{"energy_pj": p.energy_pj, "latency_cycles": p.latency_cycles} for p in self.pareto],
+                                columns=["energy_pj", "latency_cycles"])
+        return pd.DataFrame([{**self.metrics, "mapper": self.mapper, "mappings_evaluated": self.mappings_evaluated,
+                              "search_seconds": self.search_seconds}])
 
 
 def metrics_of(ev: Any, i: int) -> dict[str, float]:

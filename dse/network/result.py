@@ -52,6 +52,14 @@ class LayerResult:
                 parts.append(f"{lv.name}[{' '.join(loops)}]")
         return " ".join(parts) or "(single MAC)"
 
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row: the layer's name, kind and metrics, and the search's record."""
+        import pandas as pd
+
+        return pd.DataFrame([{"name": self.name, "kind": self.kind, "op_type": self.op_type, **self.metrics,
+                              "mappings_evaluated": self.mappings_evaluated, "search_seconds": self.search_seconds,
+                              "from_db": self.from_db, "same_as": self.same_as}])
+
     def to_dict(self, arch: Architecture) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "op_type": self.op_type, **self.metrics,
                 "mapping": self.mapping.to_dict(arch) if self.mapping is not None else None,

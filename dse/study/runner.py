@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import TrialState
@@ -51,6 +51,9 @@ from dse.study.knobs import PathKey
 from dse.study.samplers import make_sampler
 from dse.study.schema import Study, StudySpec, load_study, read_spec
 from dse.study.storage import JOURNAL, STORAGE_NOTE, open_storage, storage_file
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 STUDY_COPY = "study.yaml"
@@ -289,6 +292,12 @@ class SweepResult:
     out: Path
     resumed: int
     ran: int
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The study's trials table (:func:`dse.study.results.trials_table`: one row per trial)."""
+        from dse.study.results import trials_table
+
+        return trials_table(self.study, self.optuna_study)
 
 
 def _trial_fields(spec: StudySpec) -> dict[str, Any]:
