@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.isa import Buffer, Elem, Finish, Gemm, Load, Store
+from compiler.isa import Buffer, Elem, Finish, Gemm, Load, Src1Mode, Store, Vec, VecOp
 from compiler.isa.program import Program
 from compiler.sim import simulate
 from compiler.target import Target
@@ -75,3 +75,25 @@ def test_independent_engines_overlap():
     r = simulate(Program(instructions=insns, dram_size=2048), {})
     load, gemm = 32 + 64 * 1, 1 * max(100, 16) + 16 + 16 - 2
     assert r.start[:2].tolist() == [0, 0] and r.cycles == max(load, gemm)
+
+
+def test_dma_bursts_round_up_when_the_bytes_do_not_divide():
+    """dma_bytes_per_cycle defaults to the DRAM's read_bw x word_bits / 8, which need not divide a
+    vector (docs/simulator.md: per DRAM row ceil(x_size * vbytes / bw); with x_gap, per vector)."""
+    t = Target(dma_bytes_per_cycle=24, dma_setup_cycles=32)
+    # contiguous int8 rows: 3 rows x ceil(5 * 16 / 24) = ceil(3.33) = 4 -> 32 + 12 = 44
+    # gapped int32 vectors: 3 x 5 vectors x ceil(16 * 4 / 24) = ceil(2.67) = 3 -> 32 + 45 = 77
+    insns = [Load(buf=Buffer.SPAD, y_size=3, x_size=5, dram_pitch=80),
+             Load(buf=Buffer.ACC, elem=Elem.B32, y_size=3, x_size=5, x_gap=1, dram_pitch=640, sram=64), Finish()]
+    r = simulate(Program(instructions=insns, dram_size=4096), {}, arch=t, functional=False)
+    assert (r.end[:2] - r.start[:2]).tolist() == [44, 77]
+
+
+def test_vec_initiation_interval_by_its_second_operand():
+    """docs/simulator.md: 4 + T * M * ii cycles, ii = 2 when src1 is a buffer row per element or a
+    tap, else 1 (a register operand, or an op without a second operand)."""
+    insns = [Vec(op=VecOp.ADD, src1_mode=Src1Mode.ROW, mx=16, src1=32, dst=64),
+             Vec(op=VecOp.ADD, src1_mode=Src1Mode.REG, mx=16, dst=64),
+             Vec(op=VecOp.MOV, src1_mode=Src1Mode.ROW, mx=16, dst=64), Finish()]
+    r = simulate(Program(instructions=insns, dram_size=1024), {}, functional=False)
+    assert (r.end[:3] - r.start[:3]).tolist() == [4 + 16 * 2, 4 + 16, 4 + 16]
