@@ -93,3 +93,18 @@ def test_ideal_overlap_has_no_fill_or_drain():
     ev = evaluate_batch(PROBLEM, arch, MappingBatch.from_mappings([MAPPING], PROBLEM, arch))
     assert ev.lat.fill[0] == 0 and ev.lat.drain[0] == 0
     assert ev.latency_cycles[0] == 16
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_vector_stage_rounds_up_a_last_partial_row_of_lanes(seed):
+    """docs/validation.md: the post-GEMM vector stage takes 2 ceil(|O| / lanes) cycles (bias add and
+    requantize) on tpu_like's one 16-lane vector unit, whatever the mapping. 3x3 conv 3 -> 5 channels
+    on 7x7: |O| = 5 x 5 x 5 = 125 outputs, ceil(125 / 16) = 8 rows of lanes, 16 cycles (not 14: the
+    last, partial row takes a cycle too)."""
+    from costmodel.random_mappings import random_mappings
+
+    arch = load_architecture("tpu_like")
+    problem = conv2d(3, 5, 7, 7, (3, 3))
+    assert problem.tensor_elements("O") == 125 and arch.vector_unit.lanes == 16
+    ev = evaluate_batch(problem, arch, random_mappings(problem, arch, 50, seed=seed))
+    assert (ev.lat.vector == 16).all()
