@@ -108,3 +108,53 @@ def test_vector_stage_rounds_up_a_last_partial_row_of_lanes(seed):
     assert problem.tensor_elements("O") == 125 and arch.vector_unit.lanes == 16
     ev = evaluate_batch(problem, arch, random_mappings(problem, arch, 50, seed=seed))
     assert (ev.lat.vector == 16).all()
+
+
+def _two_level(read_bw, write_bw):
+    return NS(name="two", clock_hz=1e9, num_pes=1, systolic=None, mac=NS(energy_pj=0.0, leak_mw=0.0), levels=(
+        level("DRAM", read_bw=read_bw, write_bw=write_bw), level("buf")))
+
+
+@pytest.mark.parametrize("m,k,read_bw,write_bw,total", [
+    # O[m] = sum_k I[m,k] W[k]; DRAM: for m in M | buf (double-buffered, unlimited ports): for k in K.
+    # M2 K4, DRAM read 3 / write 2 words per cycle. compute 8; one tile per m: 2 tiles, c_tile 4.
+    #   fill: buf's first I tile (4 words) and W (4) over DRAM's read port: 8 / 3 = 2.667 (no rounding)
+    #   drain: the last O tile, 1 word over DRAM's write port: 1 / 2 = 0.5
+    #   DRAM ports: reads I 2 x 4 + W 4 (kept across m) = 12 -> ceil(12 / 3) = 4; writes O 2 -> 1
+    #   array-bound 2.667 + 8 + 0.5 = 11.17; vector-bound 2.667 + 4 + 0.5 = 7.17;
+    #   transfer-bound max(4 + 0.5, 1 + 2.667) + 4 = 8.5 -> ceil(11.17) = 12 (no overlap: 8 + 4 = 12)
+    (2, 4, 3, 2, 12),
+    # M4 K2, DRAM read 10 / write 0.25: compute 8, 4 tiles, c_tile 2.
+    #   fill (2 + 2) / 10 = 0.4; drain 1 / 0.25 = 4; DRAM reads (8 + 2) / 10 = 1, writes 4 / 0.25 = 16
+    #   array-bound 0.4 + 8 + 4 = 12.4; vector-bound 0.4 + 2 + 4 = 6.4;
+    #   transfer-bound max(1 + 4, 16 + 0.4) + 2 = 18.4: the write port starts after the first fill
+    #   -> 19 (no overlap: 8 + max(1, 16) = 24)
+    (4, 2, 10, 0.25, 19),
+])
+def test_a_fractional_pipeline_rounds_up_and_the_write_port_waits_for_the_fill(m, k, read_bw, write_bw, total):
+    problem = matmul(m=m, k=k, n=1)
+    mapping = Mapping((LevelMapping(temporal={"M": m}), LevelMapping(temporal={"K": k})))
+    arch = _two_level(read_bw, write_bw)
+    ev = evaluate_batch(problem, arch, MappingBatch.from_mappings([mapping], problem, arch))
+    assert ev.lat.compute[0] == m * k
+    assert ev.lat.fill[0] == pytest.approx(2 * k / read_bw) and ev.lat.drain[0] == pytest.approx(1 / write_bw)
+    assert ev.lat.total[0] == total
+
+
+def test_a_staged_level_fills_from_the_nearest_level_that_keeps_the_tensor():
+    """DRAM (read 2, write 1) -> glb (read 64) -> buf, both below DRAM double-buffered (staged).
+    O[m] = sum_k I[m,k] W[k], M2 K4: glb: for m in 2 | buf: for k in 4.
+      fill: glb's first tiles, I 8 + W 4 words, from DRAM: 12 / 2 = 6; then buf's, I 4 + W 4, from
+            glb (which keeps both), not from DRAM: 8 / 64 = 0.125 -> 6.125
+      drain: buf's last O tile (1 word) into glb (unlimited ports): 0; glb's (2 words) to DRAM: 2
+      compute 8; one tile at glb (nothing above it): c_tile = array = max(8, glb's ports: reads
+      I 8 + W 4 = 12 / 64 -> 1) = 8; DRAM: reads 12 / 2 = 6, writes 2 / 1 = 2.
+      array-bound 6.125 + 8 + 2 = 16.125 = vector-bound; transfer-bound max(6 + 2, 2 + 6.125) + 8
+      = 16.125 -> 17; capped by no overlap: 8 + DRAM 6 + glb 1 + buf 0 = 15."""
+    problem = matmul(m=2, k=4, n=1)
+    arch = NS(name="three", clock_hz=1e9, num_pes=1, systolic=None, mac=NS(energy_pj=0.0, leak_mw=0.0), levels=(
+        level("DRAM", read_bw=2, write_bw=1), level("glb", read_bw=64), level("buf")))
+    mapping = Mapping((LevelMapping(), LevelMapping(temporal={"M": 2}), LevelMapping(temporal={"K": 4})))
+    ev = evaluate_batch(problem, arch, MappingBatch.from_mappings([mapping], problem, arch))
+    assert ev.lat.fill[0] == pytest.approx(6.125) and ev.lat.drain[0] == pytest.approx(2.0)
+    assert ev.lat.total[0] == 15
