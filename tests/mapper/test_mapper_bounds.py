@@ -84,3 +84,26 @@ def test_touched_of_a_huge_dim_is_counted_not_listed():
     assert [touched(p, t) for t in p.tensors] == [2**28 * 16, 16 * 16, 2**28 * 16]
     p = conv2d(3, 5, 2**20, 7, kernel=3, stride=2, padding=1)  # the input's rows: 2 p + r over p < 2**19
     assert touched(p, p.tensors[0]) == 3 * (2 * (2**19 - 1) + 3) * (2 * 3 + 3)
+
+
+@pytest.mark.parametrize("cfg", ["tiny", "eyeriss_like", "simba_like"])
+@pytest.mark.parametrize("problem", [conv2d(8, 8, 10, 10, kernel=3, padding=1),
+                                     conv2d(4, 8, 9, 9, kernel=3, stride=2, dilation=1),
+                                     depthwise_conv2d(8, 12, 12, kernel=3, padding=1)], ids=["3x3", "strided", "dw"])
+def test_forced_refetch_is_below_every_kept_levels_fills(cfg, problem):
+    """The bound's own claim (module docstring), per link rather than through the energy total (where
+    a bound too strong for one sliding tensor hid among the other terms): a level that keeps T is
+    filled at least N_T x forced refetch times, whatever the loop order."""
+    from dse.mappers.bounds import forced_refetch, touched
+
+    arch = load_architecture(cfg)
+    b = random_mappings(problem, arch, 1500, seed=3)
+    fills = evaluate_batch(problem, arch, b).accesses.fills  # [B, L, T]
+    ms = Mapspace(problem, arch)
+    for ti, t in enumerate(problem.tensors):
+        if t.is_output:
+            continue
+        bound = touched(problem, t) * forced_refetch(ms, b.temporal, ti)  # [B, L + 1]
+        for c in range(1, len(arch.levels)):
+            kept = b.keep[:, c, ti]
+            assert (fills[kept, c, ti] >= bound[kept, c] * (1 - 1e-9)).all(), (t.name, arch.levels[c].name)
