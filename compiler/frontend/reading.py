@@ -178,11 +178,32 @@ def is_mask(value: Any) -> bool:
     return bool(masked.any() and (masked | (a == 0)).all())
 
 
+def _stored_mask(t: Any) -> bool:
+    """:func:`is_mask` of a large initializer's data, read in place (a weight, the usual large tensor,
+    fails on its first elements: the model's weights are not copied or scanned whole)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    if t.data_type == onnx.TensorProto.BOOL:
+        return True
+    dtype = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16,
+             onnx.TensorProto.DOUBLE: np.float64}.get(t.data_type)
+    if dtype is None or not _has_data(t):
+        return False
+    if t.raw_data:
+        a = np.frombuffer(t.raw_data, dtype=dtype)
+        head = a[:4096]
+        if not ((head == 0) | (head <= MASK_FLOOR)).all():
+            return False
+        return is_mask(a)
+    return is_mask(numpy_helper.to_array(t))
+
+
 def skeletonize_weights(model: Any, path: Path) -> set[str]:
     """Drop the data of large tensors, load small external ones; warn about missing weight data.
     Returns the names of the large tensors dropped that are attention masks (:func:`is_mask`)."""
     import onnx
-    from onnx import numpy_helper
     from onnx.external_data_helper import load_external_data_for_tensor
 
     base = path.parent
@@ -208,7 +229,7 @@ def skeletonize_weights(model: Any, path: Path) -> set[str]:
                 t.data_location = onnx.TensorProto.DEFAULT
             continue
         if n > FOLD_LIMIT:
-            if _has_data(t) and is_mask(numpy_helper.to_array(t)):
+            if _stored_mask(t):
                 masks.add(t.name)
             for f in _DATA_FIELDS:
                 t.ClearField(f)
