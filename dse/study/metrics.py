@@ -10,7 +10,8 @@ Power at a frame rate: the dynamic energy of a frame times fps, plus the chip's 
 time (``leak_mw``: idle leakage counts, which per-inference energy alone would miss). Without a
 frame rate, a workload runs back to back: power = energy / latency. ``load`` = fps x latency is the
 fraction of time the accelerator is busy; a scenario whose total load exceeds 1 cannot meet its
-frame rates on one accelerator (MAC layers only: vector/host layers are not yet counted).
+frame rates on one accelerator (every costed layer counts: MAC layers and vector layers;
+host-fallback layers cost nothing on the accelerator).
 """
 
 from __future__ import annotations
