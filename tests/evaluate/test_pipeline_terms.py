@@ -158,3 +158,23 @@ def test_a_staged_level_fills_from_the_nearest_level_that_keeps_the_tensor():
     ev = evaluate_batch(problem, arch, MappingBatch.from_mappings([mapping], problem, arch))
     assert ev.lat.fill[0] == pytest.approx(6.125) and ev.lat.drain[0] == pytest.approx(2.0)
     assert ev.lat.total[0] == 15
+
+
+def test_the_last_output_tile_at_a_vector_unit_counts_every_busy_copy():
+    """A 1-lane vector unit at `buf`, whose two instances work on different outputs (DRAM: for m in 2,
+    parallel_for n in 2 | buf: for k in 8; O[m,n] = sum_k I[m,k] W[k,n], M2 K8 N2, DRAM 4 words/cycle):
+      v_last = 2 passes x ceil(min(1 word x 2 busy copies, |O| 4) / 1 lane) = 4 (one copy's tile: 2)
+      V = 2 x ceil(4 / 1) = 8; compute 16, 2 tiles (DRAM's m), c_tile 8
+      fill: I[m, 0:8] once over the multicast network + two W columns: (8 + 16) / 4 = 6
+      drain: the last O tiles, 1 word in each instance: 2 / 4 = 0.5
+      DRAM reads I 16 + W 16 = 32 / 4 = 8, writes 4 / 4 = 1
+      array-bound 6 + 16 + 4 + 0.5 = 26.5; vector-bound 6 + 8 + 8 + 0.5 = 22.5;
+      transfer-bound max(8 + 0.5, 1 + 6) + 8 + 4 = 20.5 -> 27 (no overlap: 16 + 8 + 8 = 32)"""
+    problem = matmul(m=2, k=8, n=2)
+    mapping = Mapping((LevelMapping(temporal={"M": 2}, spatial_x={"N": 2}), LevelMapping(temporal={"K": 8})))
+    arch = _fanout_arch(True)
+    arch.levels[0].read_bw = arch.levels[0].write_bw = 4
+    arch.vector_unit = NS(lanes=1, level="buf", leak_mw=0.0, op_pj=0.0, area_mm2=0.0, datatype="int8")
+    ev = evaluate_batch(problem, arch, MappingBatch.from_mappings([mapping], problem, arch))
+    assert ev.lat.vector[0] == 8 and ev.lat.fill[0] == 6 and ev.lat.drain[0] == 0.5
+    assert ev.lat.total[0] == 27
