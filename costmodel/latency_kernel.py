@@ -135,6 +135,10 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
     at_copies = np.ones(BLOCK)  # the copies and parent port of the level a tile comes from
     at_port = np.ones(BLOCK)
     v_last = np.zeros(BLOCK)
+    inside = np.zeros(BLOCK, np.int64)  # the busiest port of the double-buffered levels inside a tile,
+    rd_port = np.zeros(BLOCK, np.int64)  # and above it (read, write)
+    wr_port = np.zeros(BLOCK, np.int64)
+    pipe = np.zeros(BLOCK)
     big = np.zeros(BLOCK, np.bool_)  # a term of the mapping passes LIMIT
     if vec_total >= LIMIT:
         return lo if hi > lo else -1
@@ -232,32 +236,37 @@ def latency(tem, spx, spy, rank, keep, reads, fills, updates, words, steps,
                             drain[ub + j] += cyc
                         else:
                             fill[ub + j] += cyc
+            for j in range(unb):  # the busiest double-buffered port inside / above a tile
+                inside[j], rd_port[j], wr_port[j] = 0, 0, 0
+            for m in range(n_lv):  # (levels outer, the block inner: the loops vectorize)
+                if db[m] and m >= s0:
+                    for j in range(unb):
+                        inside[j] = max(inside[j], per[m, j])
+                elif db[m]:
+                    for j in range(unb):
+                        rd_port[j] = max(rd_port[j], traffic[0, m, ub + j])
+                        wr_port[j] = max(wr_port[j], traffic[1, m, ub + j])
             for j in range(unb):
-                inside, rd_port, wr_port = 0, 0, 0  # double-buffered levels inside / above a tile
-                for m in range(n_lv):
-                    if db[m] and m >= s0:
-                        inside = max(inside, per[m, j])
-                    elif db[m]:
-                        rd_port = max(rd_port, traffic[0, m, ub + j])
-                        wr_port = max(wr_port, traffic[1, m, ub + j])
-                array = max(comp[j], inside)
+                array = max(comp[j], inside[j])
                 f, dr, vla = fill[ub + j], drain[ub + j], v_last[j]
                 c_tile = array / tiles[j]
-                ports = max(rd_port + dr, wr_port + f)
-                pipe = max(max(f + array + vla + dr, f + c_tile + vec_total + dr), ports + c_tile + vla)
-                big[j] |= pipe >= LIMIT
-                _finish(pipe, per, j, db, total, ub)
+                ports = max(rd_port[j] + dr, wr_port[j] + f)
+                pipe[j] = max(max(f + array + vla + dr, f + c_tile + vec_total + dr), ports + c_tile + vla)
+                big[j] |= pipe[j] >= LIMIT
+            _finish(pipe, per, db, total, ub, unb, scratch)
             at = _first(big, nb)
             if at >= 0:
                 return b0 + at
         else:
             for j in range(unb):
-                moved = 0
-                for m in range(n_lv):
-                    if db[m]:
-                        moved = max(moved, per[m, j])
-                pipe = max(max(float(comp[j]), vec_total), float(moved))
-                _finish(pipe, per, j, db, total, ub)
+                inside[j] = 0
+            for m in range(n_lv):
+                if db[m]:
+                    for j in range(unb):
+                        inside[j] = max(inside[j], per[m, j])
+            for j in range(unb):
+                pipe[j] = max(max(float(comp[j]), vec_total), float(inside[j]))
+            _finish(pipe, per, db, total, ub, unb, scratch)
     return -1
 
 
@@ -271,11 +280,15 @@ def _first(big, nb):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _finish(pipe, per, j, db, total, ub):
-    """The overlapped total of mapping ub + j: whole cycles of the pipeline, plus the transfers
-    of the single-buffered levels, capped by the serial time already in ``total``."""
-    t_all = np.int64(math.ceil(pipe - 1e-9))
+def _finish(pipe, per, db, total, ub, unb, t_all):
+    """The overlapped totals of the block's mappings (from ub): whole cycles of the pipeline, plus
+    the transfers of the single-buffered levels, capped by the serial time already in ``total``
+    (``t_all``: scratch)."""
+    for j in range(unb):
+        t_all[j] = np.int64(math.ceil(pipe[j] - 1e-9))
     for m in range(per.shape[0]):
         if not db[m]:
-            t_all += per[m, j]
-    total[ub + j] = min(t_all, total[ub + j])
+            for j in range(unb):
+                t_all[j] += per[m, j]
+    for j in range(unb):
+        total[ub + j] = min(t_all[j], total[ub + j])
