@@ -77,14 +77,15 @@ def _check_conv(node: str, x: Act, spec: ConvSpec, wo: int) -> None:
                         "(requantize with compiler.quantize)")
 
 
-def _row_window(r0: int, r: int, spec: ConvSpec, h: int, kh: int) -> tuple[int, int, int, int]:
+def _row_window(node: str, r0: int, r: int, spec: ConvSpec, h: int, kh: int) -> tuple[int, int, int, int]:
     """Input rows of output rows [r0, r0+r): (first real row, real rows, pad before, pad after)."""
     p0 = r0 * spec.stride[0]
     p1 = (r0 + r - 1) * spec.stride[0] + spec.dilation[0] * (kh - 1) + 1  # padded coordinates, exclusive
     pt = spec.pads[0]
     lo, hi = max(p0 - pt, 0), min(p1 - pt, h)
     if hi <= lo:
-        raise UserError(f"output rows {r0}..{r0 + r - 1} see only padding; such a conv is not lowered")
+        raise UserError(f"node {node} (Conv): output rows {r0}..{r0 + r - 1} of a tile see only padding (the "
+                        f"padding is wider than the kernel reaches); such a tile is not lowered")
     return lo, hi - lo, max(0, pt - p0), max(0, p1 - pt - h)
 
 
@@ -183,7 +184,7 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
             # K loop at DRAM, which does not index I, keeps the scratchpad's input tile)
             once = rows >= ho
             a0, o0 = (0 if once else (t % 2) * in_half), out_base + (t % 2) * out_half
-            lo, real, ypad0, ypad1 = _row_window(r0, r, walk, hl, kh)
+            lo, real, ypad0, ypad1 = _row_window(node, r0, r, walk, hl, kh)
             tile = Tile(f"cout blocks {j0}-{j0 + gn - 1} rows {r0}-{r0 + r - 1}")
             if r0 == 0:  # a new weight group: its weights (the tokens order the reuse)
                 tile.ld += em.load_rows(Buffer.SPAD, wh, gn * per_block, w_addr + j0 * per_block * L)
@@ -264,7 +265,7 @@ def lower_depthwise(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> N
             r = min(rows, ho - r0)
             half = t % 2
             a0, o0, k0 = half * in_half, out_base + half * out_half, half * crows
-            lo, real, ypad0, ypad1 = _row_window(r0, r, spec, h, kh)
+            lo, real, ypad0, ypad1 = _row_window(node, r0, r, spec, h, kh)
             walk = {"mx": wo, "my": r, "sx": 1, "sy": wo}
             tile = Tile(f"block {i} rows {r0}-{r0 + r - 1}")
             tile.ld = [Load(buf=Buffer.SPAD, padsel=True, sram=a0, y_size=real, x_size=w,

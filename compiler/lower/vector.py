@@ -210,10 +210,16 @@ def _qpool_finish(acc: int, dst: int, mx: int, my: int, div: int | None = None) 
                 src1=int(Reg.S3), **walk)]
 
 
-def _gap_setup(em: Emitter, x: Act, y: Act, n: int) -> None:
+def _gap_setup(em: Emitter, node: str, x: Act, y: Act, n: int) -> None:
     """EX registers of MLAS's global average: S0 = -n * x_zp, S1 = the float32 ``x_scale / (y_scale * n)``
-    (``CheckQLinearGlobalAveragePoolScaleAndSize``'s expression and order)."""
+    (``CheckQLinearGlobalAveragePoolScaleAndSize``'s expression and order). MLAS refuses a ratio
+    outside [2^-32, 256) ("parameter out of computation range"), so onnxruntime cannot run such a
+    model: it is refused here too, not compiled into a binary whose reference cannot run."""
     scale = np.float32(x.scale) / (np.float32(y.scale) * np.float32(n))
+    if not 2.0 ** -32 <= scale < 256.0 or n >= 1 << 24:
+        raise UserError(f"node {node} (global average pool): x_scale / (y_scale x {n} elements) = {float(scale):.4g} "
+                        "is outside the [2^-32, 256) onnxruntime computes with (its output would be constant): "
+                        "calibrate with data whose averages span a range closer to the input's")
     em.setreg(Engine.EX, Reg.S0, -n * x.zero_point)
     em.setreg(Engine.EX, Reg.S1, f32_bits(scale))
     em.setreg(Engine.EX, Reg.OUT_ZP, y.zero_point)
@@ -239,7 +245,7 @@ def lower_global_avg(em: Emitter, node: str, x: Act, y: Act) -> None:
     plane = h * w
     if cb * plane + cb > tg.spad_rows or plane > 4095 or cb > 256:
         raise UserError(f"node {node} (global average pool): the {c}x{h}x{w} input does not fit SPAD")
-    _gap_setup(em, x, y, plane)
+    _gap_setup(em, node, x, y, plane)
     out = cb * plane
     tile = Tile("all", ld=em.load_rows(Buffer.SPAD, 0, cb * plane, x.addr))
     first = True

@@ -243,3 +243,29 @@ def test_an_unnamed_node_is_named_by_its_output_in_messages(tmp_path):
     onnx.save(m, tmp_path / "g.onnx")
     with pytest.raises(UserError, match=r"g\.onnx: node \S+ \(QLinearConv\): group 2 with 4 -> 4 channels"):
         compile_model(tmp_path / "g.onnx", "tpu_like")
+
+
+def test_a_global_average_onnxruntime_would_refuse_is_refused_by_name(tmp_path):
+    """MLAS computes QLinearGlobalAveragePool only for 2^-32 <= x_scale / (y_scale n) < 256 (else its
+    output is constant): inputs of range +-1000 whose averages are near 0 give ~10^4. The binary had
+    been written; onnxruntime then refused its reference at `dse simulate --check`."""
+    import onnxruntime as ort
+
+    m = graphs.pool("GlobalAveragePool", 1, None, None, None, (2, 1))
+    w = float(numpy_helper_to_array(m, "w").reshape(()))
+    onnx.save(m, tmp_path / "g.onnx")
+    cal = (np.array([1000.0, -999.9], np.float32) / w).reshape(1, 1, 2, 1)
+    with pytest.raises(UserError, match=r"node .* \(global average pool\): x_scale / \(y_scale x 2 elements\) = .* "
+                                        r"is outside the \[2\^-32, 256\)"):
+        compile_model(tmp_path / "g.onnx", Target(), calibration={"x": cal[None]})
+    from compiler.quantize import quantize_model
+
+    q = quantize_model(tmp_path / "g.onnx", tmp_path / "g.q.onnx", calibration={"x": cal[None]})
+    with pytest.raises(Exception, match="out of computation range"):
+        ort.InferenceSession(str(q)).run(None, {"x": cal})
+
+
+def numpy_helper_to_array(m, name):
+    from onnx import numpy_helper
+
+    return next(numpy_helper.to_array(t) for t in m.graph.initializer if t.name == name)

@@ -40,3 +40,50 @@ def test_zero_points_are_not_weights(monkeypatch):
     b = np.array([[60, -3], [5, -60]], np.int8)
     model = matmul_model(np.int8, np.int8, b, 0.02, -100, np.float32(0.01), 0.5, 120, (1, 2))
     assert check.saturation_note(model) == ""
+
+
+def test_a_reference_output_of_another_shape_is_a_note_not_a_crash(tmp_path):
+    """onnx.reference's uint8 MaxPool with ceil_mode gives a (1, 1, 8, 10) output where onnxruntime
+    (and torch) give (1, 1, 4, 6): `--check` had died subtracting the two; the binary is compared
+    with onnxruntime and the reference's shape is named."""
+    import onnx
+
+    from tests.compiler import graphs
+
+    m = graphs.pool("MaxPool", 1, (4, 4), (1, 1), (2, 2, 2, 2), (3, 5), ceil_mode=1)
+    program, result, inputs, qdq = graphs.run(m, tmp_path, 0)
+
+    final = {o.name for o in onnx.load(str(qdq)).graph.output}
+    (c,) = check.check_outputs(program, {k: v for k, v in result.outputs.items() if k in final}, inputs, qdq)
+    assert c.max_lsb_ort == 0
+    if c.max_lsb_reference is None:  # (while onnx.reference has the fault)
+        assert "onnx.reference gave shape" in c.reference_note and "the binary [1, 1, 4, 6]" in c.reference_note
+
+
+def test_a_model_onnxruntime_cannot_run_is_one_line(tmp_path, monkeypatch):
+    from compiler.isa.program import Program
+
+    class Refusing:
+        def __init__(self, *a, **k):
+            pass
+
+        def get_inputs(self):
+            return []
+
+        def get_outputs(self):
+            return []
+
+        def run(self, *a, **k):
+            raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : out of computation range!\nmore")
+
+    import onnxruntime
+
+    from tests.compiler import graphs
+
+    path = tmp_path / "m.onnx"
+    import onnx
+
+    onnx.save(graphs.add((1, 4)), path)
+    monkeypatch.setattr(onnxruntime, "InferenceSession", Refusing)
+    with pytest.raises(check.UserError, match=r"m.onnx: onnxruntime cannot run it on these inputs \(.*range!\)$"):
+        check.check_outputs(Program(instructions=[], dram_size=16), {}, {}, path)
