@@ -77,22 +77,40 @@ def _check_conv(node: str, x: Act, spec: ConvSpec, wo: int) -> None:
                         "(requantize with compiler.quantize)")
 
 
-def _row_window(node: str, r0: int, r: int, spec: ConvSpec, h: int, kh: int) -> tuple[int, int, int, int]:
-    """Input rows of output rows [r0, r0+r): (first real row, real rows, pad before, pad after)."""
+def _window(r0: int, r: int, spec: ConvSpec, h: int, kh: int) -> tuple[int, int, int, int]:
+    """Output rows [r0, r0+r)'s input rows: (first real row, end of the real rows, first and end
+    padded coordinate)."""
     p0 = r0 * spec.stride[0]
     p1 = (r0 + r - 1) * spec.stride[0] + spec.dilation[0] * (kh - 1) + 1  # padded coordinates, exclusive
     pt = spec.pads[0]
-    lo, hi = max(p0 - pt, 0), min(p1 - pt, h)
-    if hi <= lo:
+    return max(p0 - pt, 0), min(p1 - pt, h), p0, p1
+
+
+def _row_window(node: str, r0: int, r: int, spec: ConvSpec, h: int, kh: int) -> tuple[int, int, int, int]:
+    """Input rows of output rows [r0, r0+r): (first real row, real rows, pad before, pad after)."""
+    lo, hi, p0, p1 = _window(r0, r, spec, h, kh)
+    if hi <= lo:  # (the tilings are chosen so that this does not happen: _sees_input)
         raise UserError(f"node {node} (Conv): output rows {r0}..{r0 + r - 1} of a tile see only padding (the "
                         f"padding is wider than the kernel reaches); such a tile is not lowered")
+    pt = spec.pads[0]
     return lo, hi - lo, max(0, pt - p0), max(0, p1 - pt - h)
 
 
-def _pick_rows(ho: int, wo: int, budget: int, per_row: int, fixed: int, acc_rows: int) -> int:
-    """Most output rows per tile that fit: fixed + per_row(r) <= budget, r*wo <= ACC, r <= 256."""
+def _sees_input(r: int, ho: int, spec: ConvSpec, h: int, kh: int) -> bool:
+    """Whether every tile of ``r`` output rows reads an input row. Why: with padding wider than the
+    kernel reaches (a 1x1 conv with padding 1), a one-row tile at the top or bottom sees only
+    padding, which the tile's LOAD cannot express; such tile heights are not chosen."""
+    for r0 in range(0, ho, r):
+        lo, hi, _, _ = _window(r0, min(r, ho - r0), spec, h, kh)
+        if hi <= lo:
+            return False
+    return True
+
+
+def _pick_rows(ho: int, wo: int, budget: int, per_row: int, fixed: int, acc_rows: int, ok=lambda r: True) -> int:
+    """Most output rows per tile that fit: fixed + per_row(r) <= budget, r*wo <= ACC, r <= 256, ``ok(r)``."""
     for r in range(min(ho, 256, max(1, acc_rows // wo)), 0, -1):
-        if fixed + per_row(r) <= budget:
+        if fixed + per_row(r) <= budget and ok(r):
             return r
     return 0
 
@@ -139,11 +157,12 @@ def lower_conv(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> None:
         if 4 * g > tg.const_rows:
             return 0
         return _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * cb * rin(r) * wp + 2 * g * r * wo, fixed,
-                          tg.acc_rows // 2)
+                          tg.acc_rows // 2, lambda r: _sees_input(r, ho, walk, hl, kh))
 
     def fits_tile(r: int, g: int) -> bool:  # the template's buffers for r output rows, g output blocks
         need = 2 * cb * rin(r) * wp + (1 if g == kb else 2) * g * per_block + 2 * g * r * wo
-        return need <= tg.spad_rows and 4 * g <= tg.const_rows and 2 * r * wo <= tg.acc_rows and r <= 256
+        return (need <= tg.spad_rows and 4 * g <= tg.const_rows and 2 * r * wo <= tg.acc_rows and r <= 256
+                and _sees_input(r, ho, walk, hl, kh))
 
     g, rows = _group_plan(kb, 0, per_block, fits)
     if em.planner is not None:
@@ -240,7 +259,8 @@ def lower_depthwise(em: Emitter, node: str, x: Act, spec: ConvSpec, y: Act) -> N
     def rin(r: int) -> int:
         return (r - 1) * sh + dh * (kh - 1) + 1
 
-    rows = _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * rin(r) * wp + 2 * r * wo, 0, tg.acc_rows)
+    rows = _pick_rows(ho, wo, tg.spad_rows, lambda r: 2 * rin(r) * wp + 2 * r * wo, 0, tg.acc_rows,
+                      lambda r: _sees_input(r, ho, spec, h, kh))
     if rows == 0 or rin(rows) * wp > 65535:
         raise UserError(f"node {node} (depthwise Conv): one output row does not fit SPAD")
     wt = np.zeros((cb * L, taps), np.int64)

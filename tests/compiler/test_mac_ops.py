@@ -139,3 +139,20 @@ def test_conv_with_auto_pad_bit_exact(auto_pad, k, stride, hw):
     size = [-(-n // stride) if auto_pad != "VALID" else n - k + 1 for n in hw]
     assert [1, 20, *size] in [list(s) for s in out.values()]
     assert lsb == 0
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_padding_wider_than_the_kernel_reaches(depthwise):
+    """A 1x1 conv with padding 1: its first and last output rows see only padding, and a tile of them
+    alone has no input row to LOAD (refused before: 16 of 149 fuzzed models). Such tile heights are
+    not chosen. 9 x 40 input, 11 x 42 output; per output row the tile needs 2 x 42 input and 2 x 42
+    output SPAD rows (x 16 B), so 900 SPAD rows take at most 5 rows a tile: 5, 5, 1 would leave the
+    last row alone, and 4, 4, 3 is taken instead."""
+    small = Target(spad_bytes=900 * 16, acc_bytes=64 * 1024)
+    c = 16
+    m = graphs.conv(np.random.default_rng(5), c, c, (1, 1), (1, 1), (1, 1, 1, 1), (9, 40), group=c if depthwise else 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        lsb, (program, *_) = graphs.lsb_vs_ort(m, Path(tmp), 5, small)
+    tiles = {e.tile for e in program.debug.values() if " rows " in e.tile}
+    assert sorted(t.split(" rows ")[1] for t in tiles) == ["0-3", "4-7", "8-10"]
+    assert lsb == 0
