@@ -93,6 +93,16 @@ class Context:
             raise UserError(f"{self.where(node)}: {role} {tensor!r} has shape {list(got)}; the input and "
                             f"attributes imply [{want}] ({layout})")
 
+    def check_broadcast(self, node: Any, tensor: str, target: tuple[int, ...], what: str, layout: str,
+                        role: str) -> None:
+        """``tensor`` (an operand in ``role``) must broadcast one way to ``target`` (``what``, of
+        ``layout``): a Gemm's C, a LayerNorm's scale. Why: an operand of another length (which
+        onnxruntime refuses) had been counted as parameters."""
+        got = self.shape(node, tensor)
+        if len(got) > len(target) or any(g not in (1, t) for g, t in zip(reversed(got), reversed(target))):
+            raise UserError(f"{self.where(node)}: {role} {tensor!r} has shape {list(got)}; it must broadcast to "
+                            f"{what} {list(target)} ({layout})")
+
     def static_numel(self, node: Any, tensor: str) -> int:
         """Elements of a constant input (0 if absent or not constant)."""
         return self.numel(node, tensor) if tensor and self.is_static(tensor) else 0

@@ -201,7 +201,7 @@ def _gemm(ctx: Context, node: Any, ai: int, bi: int, ci: int) -> Layer:
         raise UserError(f"{ctx.where(node)}: A {list(a)} and B {list(b)} disagree on the summed dim ({k} vs {kb}, "
                         f"transA={at.get('transA', 0)}, transB={at.get('transB', 0)})")
     if c_name:
-        _broadcasts_to(ctx, node, c_name, (m, n))
+        ctx.check_broadcast(node, c_name, (m, n), "the output", "M, N", role="C")
     bits = _widths(ctx, a_name, b_name, node.output[0])
     if ctx.is_static(b_name):
         prob = P.fully_connected(k, n, rows=m, bits=bits)
@@ -209,15 +209,6 @@ def _gemm(ctx: Context, node: Any, ai: int, bi: int, ci: int) -> Layer:
         prob = P.matmul(m, k, n, 1, bits)
     return _finish(ctx, node, prob, ctx.static_numel(node, b_name) + ctx.static_numel(node, a_name),
                    ctx.static_numel(node, c_name), [a_name, b_name, c_name])
-
-
-def _broadcasts_to(ctx: Context, node: Any, c: str, out: tuple[int, int]) -> None:
-    """Gemm's C must broadcast one way to the [M, N] output (a bias of another length had been
-    counted as parameters)."""
-    cs = ctx.shape(node, c)
-    if len(cs) > 2 or any(g not in (1, o) for g, o in zip(reversed(cs), reversed(out))):
-        raise UserError(f"{ctx.where(node)}: C {c!r} has shape {list(cs)}; it must broadcast to the output "
-                        f"[{out[0]}, {out[1]}] (M, N)")
 
 
 def _matmul(ctx: Context, node: Any, ai: int, bi: int) -> Layer:

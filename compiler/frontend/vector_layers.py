@@ -79,14 +79,12 @@ def _norm_operands_fit(ctx: Context, node: Any) -> None:
         t = ctx.input(node, slot)
         if not t:
             continue
-        got = ctx.shape(node, t)
         if node.op_type == "LayerNormalization":
             axis = int(ctx.attrs(node).get("axis", -1))
-            norm = xs[axis % len(xs):]
-            if len(got) > len(norm) or any(g not in (1, n) for g, n in zip(reversed(got), reversed(norm))):
-                raise UserError(f"{ctx.where(node)}: {role} {t!r} has shape {list(got)}; it must broadcast to the "
-                                f"normalized shape {list(norm)} (the input's dims from axis {axis})")
+            ctx.check_broadcast(node, t, xs[axis % len(xs):], "the normalized shape",
+                                f"the input's dims from axis {axis}", role=role)
             continue
+        got = ctx.shape(node, t)
         groups = ctx.attrs(node).get("num_groups")  # GroupNormalization: [C] (opset 21) or [groups] (18)
         sizes = (xs[1],) if groups is None else (xs[1], int(groups))
         if len(got) != 1 or got[0] not in sizes:

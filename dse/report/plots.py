@@ -32,7 +32,7 @@ def _figure() -> tuple[Figure, Any]:
 def knob_label(row: pd.Series, knobs: list[str]) -> str:
     """``k=v, ...``: numbers in ``%g``, a boolean as True/False (as the report's summary writes it; a
     bool is an int to Python, and had been written 1/0)."""
-    return ", ".join(f"{k}={row[k]:g}" if isinstance(row[k], (int, float)) and not isinstance(row[k], (bool, np.bool_))
+    return ", ".join(f"{k}={row[k]:g}" if isinstance(row[k], (int, float)) and not isinstance(row[k], bool)
                      else f"{k}={row[k]}" for k in knobs)
 
 
