@@ -49,12 +49,12 @@ def check_page(output: str | Path, report_html: str | Path, *inputs: str | Path 
     """The page's path, checked before any work: not the report itself, nor a file of its figures
     folder (``--page report_files/pareto.png`` had replaced the report's Pareto figure), nor one of
     ``inputs``; see :func:`costmodel.atomic.check_output_file`."""
-    from costmodel.atomic import check_output_file, same_file
+    from costmodel.atomic import check_output_file
     from costmodel.errors import UserError
 
     out = check_output_file(output, "page", *inputs)
     report = Path(report_html)
-    if same_file(out, report) or out.resolve() == report.resolve():
+    if out.resolve() == report.resolve():
         raise UserError(f"{out}: the same file as the report; choose another path")
     figures = report.parent / f"{report.stem}_files"
     if out.parent.resolve() == figures.resolve():
